@@ -1,0 +1,105 @@
+"""The agent HTTP API (`/api/v1/`): bearer-token auth, one error shape, OpenAPI at /docs."""
+
+from __future__ import annotations
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.services import token_authenticate
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> object | None:
+        return token_authenticate(token)
+
+
+api = NinjaAPI(
+    title="Agentboard agent API",
+    version="1",
+    description=(
+        "Agents report their todo lists and submit plans here. Authenticate with "
+        "`Authorization: Bearer <token>` (create one with `python manage.py create_token`). "
+        'Errors are `{"error": {"code", "message", "detail"}}`.'
+    ),
+    auth=BearerToken(),
+    urls_namespace="api",
+    docs_url="/docs",
+)
+
+STATUS_CODES = {400: "malformed_json", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
+                405: "method_not_allowed"}
+
+
+def error_response(request: HttpRequest, error: ServiceError) -> HttpResponse:
+    return api.create_response(request, {"error": error.as_dict()}, status=error.status)
+
+
+@api.exception_handler(ServiceError)
+def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    return error_response(request, exc)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    detail = []
+    for item in pydantic_detail(exc.errors):
+        loc = item["loc"]
+        # Drop ninja's parameter name: ["body", "payload", "todos", 0] -> ["body", "todos", 0].
+        if len(loc) > 1 and loc[0] == "body" and loc[1] == "payload":
+            loc = [loc[0], *loc[2:]]
+        detail.append({"loc": loc, "msg": item["msg"]})
+    return error_response(
+        request, ServiceError("validation_error", first_error_sentence(detail), detail=detail)
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(
+        request,
+        ServiceError(
+            "unauthenticated",
+            "A valid agent token is required: send 'Authorization: Bearer <token>' "
+            "(create one with 'python manage.py create_token <username>').",
+            status=401,
+        ),
+    )
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    from django.conf import settings
+
+    limit = settings.AGENTBOARD_MAX_BODY_BYTES
+    return error_response(
+        request,
+        ServiceError(
+            "payload_too_large",
+            f"The request body is larger than the {limit} bytes this server accepts.",
+            status=413,
+        ),
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    code = STATUS_CODES.get(exc.status_code, "error")
+    message = (
+        "The request body is not valid JSON."
+        if exc.status_code == 400
+        else f"{exc.message.rstrip('.')}."
+    )
+    return error_response(request, ServiceError(code, message, status=exc.status_code))
+
+
+def _register_routers() -> None:
+    from todos.api import router as todos_router
+
+    api.add_router("", todos_router)
+
+
+_register_routers()

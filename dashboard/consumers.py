@@ -1,0 +1,184 @@
+"""Websocket consumers: the browser board socket and the agent socket."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.template.loader import render_to_string
+from pydantic import ValidationError
+
+from dashboard import live, selectors
+from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.frames import FRAME_ADAPTER, FRAME_TYPES, PingFrame, TodoWriteFrame
+from dashboard.models import Session
+from dashboard.services import token_authenticate
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+class BoardConsumer(AsyncWebsocketConsumer):
+    """Pushes htmx out-of-band fragments to a logged-in browser.
+
+    On every (re)connect it first sends the current state from the database, so a page that
+    lost its socket never keeps showing stale cards.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.accept()
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        session_id = parse_qs(self.scope["query_string"].decode()).get("session", [""])[0]
+        self.session_pk: int | None = None
+        if session_id:
+            self.session_pk = await self._session_pk(session_id)
+            if self.session_pk is None:
+                await self.accept()
+                await self.close(code=CLOSE_NOT_FOUND)
+                return
+            self.live_groups = [live.session_group(self.session_pk), live.HEADER_GROUP]
+        else:
+            self.live_groups = [live.OVERVIEW_GROUP, live.HEADER_GROUP]
+        for group in self.live_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        await self.send(text_data=await self._snapshot())
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "live_groups", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def board_fragment(self, event: live.BoardFragment) -> None:
+        await self.send(text_data=event["html"])
+
+    @database_sync_to_async
+    def _session_pk(self, session_id: str) -> int | None:
+        return Session.objects.filter(session_id=session_id).values_list("pk", flat=True).first()
+
+    @database_sync_to_async
+    def _snapshot(self) -> str:
+        parts = [live.render_plans_waiting()]
+        if self.session_pk is None:
+            parts.append(
+                render_to_string(
+                    "dashboard/_session_list.html",
+                    {"summaries": selectors.overview(), "oob": True},
+                )
+            )
+        else:
+            session = Session.objects.select_related("owner").get(pk=self.session_pk)
+            context = {
+                "summary": selectors.session_summaries([session])[0],
+                "cards": selectors.board_cards(session),
+                "history": selectors.session_history(session),
+                "oob": True,
+            }
+            for template in ("_session_header", "_cards", "_history"):
+                parts.append(render_to_string(f"dashboard/{template}.html", context))
+        return "".join(parts)
+
+
+def _bearer_token(scope: dict[str, Any]) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+    return parse_qs(scope.get("query_string", b"").decode()).get("token", [None])[0]
+
+
+class AgentConsumer(AsyncWebsocketConsumer):
+    """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
+
+    async def connect(self) -> None:
+        self.user = await database_sync_to_async(token_authenticate)(_bearer_token(self.scope))
+        await self.accept()
+        if self.user is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.user is None:
+            return
+        frame_id = None
+        try:
+            raw = self._parse(text_data, bytes_data)
+            if isinstance(raw.get("id"), str | int) and not isinstance(raw.get("id"), bool):
+                frame_id = raw["id"]
+            if raw.get("type") not in FRAME_TYPES:
+                raise ServiceError(
+                    "unknown_frame_type",
+                    f"Unknown frame type {str(raw.get('type'))[:40]!r}; "
+                    f"expected one of {', '.join(FRAME_TYPES)}.",
+                )
+            try:
+                frame = FRAME_ADAPTER.validate_python(raw)
+            except ValidationError as exc:
+                detail = pydantic_detail(exc.errors())
+                raise ServiceError(
+                    "validation_error", first_error_sentence(detail), detail=detail
+                ) from None
+            await self.handle_frame(frame)
+        except ServiceError as error:
+            await self._send_json({"type": "error", "id": frame_id, "error": error.as_dict()})
+        except Exception:
+            logger.exception("agent socket frame failed")
+            error = ServiceError("internal_error", "The server failed on this frame; try again.",
+                                 status=500)
+            await self._send_json({"type": "error", "id": frame_id, "error": error.as_dict()})
+
+    def _parse(self, text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
+        if text_data is None:
+            raise ServiceError("malformed_json", "Send frames as JSON text, not binary.", status=400)
+        limit = settings.AGENTBOARD_MAX_BODY_BYTES
+        if len(text_data.encode()) > limit:
+            raise ServiceError(
+                "payload_too_large", f"The frame is larger than the {limit} bytes accepted.",
+                status=413,
+            )
+        try:
+            raw = json.loads(text_data)
+        except ValueError:
+            raise ServiceError("malformed_json", "The frame is not valid JSON.", status=400) from None
+        if not isinstance(raw, dict):
+            raise ServiceError("malformed_json", "A frame must be a JSON object with a 'type'.",
+                               status=400)
+        return raw
+
+    async def handle_frame(self, frame: Any) -> None:
+        if isinstance(frame, PingFrame):
+            await self._send_json({"type": "pong", "id": frame.id})
+        elif isinstance(frame, TodoWriteFrame):
+            result = await database_sync_to_async(self._todo_write)(frame)
+            await self._send_json({"type": "ack", "id": frame.id, "result": result})
+        else:
+            await self.handle_plan_frame(frame)
+
+    async def handle_plan_frame(self, frame: Any) -> None:
+        raise ServiceError(
+            "unsupported_frame", "Plan frames are not available on this server yet.", status=400
+        )
+
+    def _todo_write(self, frame: TodoWriteFrame) -> dict:
+        from todos.models import TodoRevision
+        from todos.services import todo_list_replace
+
+        return todo_list_replace(
+            owner=self.user,
+            session_id=frame.session_id,
+            agent_id=frame.agent_id,
+            todos=frame.todos,
+            source=TodoRevision.Source.SOCKET,
+        ).as_wire()
+
+    async def _send_json(self, payload: dict) -> None:
+        await self.send(text_data=json.dumps(payload))

@@ -1,0 +1,48 @@
+"""Agent socket frames (`/ws/agent/`), validated with pydantic like HTTP bodies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
+
+from todos.schemas import TodoItem
+
+FrameId = StrictStr | StrictInt | None
+
+
+class Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: FrameId = None
+
+
+class PingFrame(Frame):
+    type: Literal["ping"]
+
+
+class TodoWriteFrame(Frame):
+    type: Literal["todo_write"]
+    session_id: StrictStr
+    agent_id: StrictStr
+    todos: list[TodoItem]
+
+
+class ExitPlanModeFrame(Frame):
+    type: Literal["exit_plan_mode"]
+    session_id: StrictStr
+    agent_id: StrictStr
+    plan: StrictStr
+    plan_file_path: StrictStr | None = None
+
+
+class WatchPlanFrame(Frame):
+    type: Literal["watch_plan"]
+    plan_id: StrictInt
+
+
+AnyFrame = Annotated[
+    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame, Field(discriminator="type")
+]
+FRAME_ADAPTER: TypeAdapter[AnyFrame] = TypeAdapter(AnyFrame)
+FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan")

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from dashboard.models import AgentToken
+
+
+class Command(BaseCommand):
+    help = "Migrate the database, create the first account on a fresh install, and serve (daphne)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--no-bootstrap", action="store_true", help="Do not create a first account."
+        )
+
+    def handle(self, *args: object, host: str, port: int, no_bootstrap: bool, **options: object) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        if not no_bootstrap:
+            self._bootstrap(host=host, port=port)
+        self.stdout.write(f"Agentboard is serving on http://{host}:{port}/ (Ctrl+C stops it).")
+        self.stdout.flush()
+        from daphne.cli import CommandLineInterface
+
+        CommandLineInterface().run(
+            ["--bind", host, "--port", str(port), "--proxy-headers", "dashboard.asgi:application"]
+        )
+
+    def _bootstrap(self, *, host: str, port: int) -> None:
+        """On the very first start: a reviewer account and an agent token, printed once."""
+        users = get_user_model()
+        with transaction.atomic():
+            if users.objects.exists():
+                return
+            password = secrets.token_urlsafe(12)
+            user = users.objects.create_superuser(username="lead", email="", password=password)
+            _, token = AgentToken.issue(owner=user, label="first token")
+        self.stdout.write(
+            self.style.SUCCESS("First start: created a reviewer account and an agent token.")
+        )
+        self.stdout.write(
+            f"\n  Log in at http://{host}:{port}/accounts/login/\n"
+            f"    username: lead\n    password: {password}\n"
+            f"\n  Agent token (send as 'Authorization: Bearer <token>'):\n    {token}\n"
+            "\n  Both are shown only now. Change the password in /admin/; make more tokens with\n"
+            "  'python manage.py create_token lead --label laptop'.\n"
+        )

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+from pathlib import PurePath
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class PermissionMode(models.TextChoices):
+    DEFAULT = "default", "default"
+    ACCEPT_EDITS = "acceptEdits", "acceptEdits"
+    PLAN = "plan", "plan"
+    AUTO = "auto", "auto"
+    DONT_ASK = "dontAsk", "dontAsk"
+    BYPASS_PERMISSIONS = "bypassPermissions", "bypassPermissions"
+
+
+class Session(models.Model):
+    """One agent session, e.g. one Claude Code conversation; created on first mention."""
+
+    session_id = models.CharField(max_length=200, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
+    )
+    cwd = models.CharField(max_length=1000, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    permission_mode = models.CharField(
+        max_length=20, choices=PermissionMode.choices, default=PermissionMode.DEFAULT
+    )
+    started_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_seen_at"]
+
+    def __str__(self) -> str:
+        return f"{self.project} · {self.session_id}"
+
+    @property
+    def project(self) -> str:
+        if self.cwd:
+            return PurePath(self.cwd).name or self.cwd
+        return self.title or "unnamed project"
+
+    @property
+    def is_active(self) -> bool:
+        return self.ended_at is None
+
+
+class Agent(models.Model):
+    """The main agent (agent_id == session_id) or one of its subagents."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        STOPPED = "stopped", "stopped"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="agents")
+    agent_id = models.CharField(max_length=200)
+    agent_type = models.CharField(max_length=100, blank=True)
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    # Number of the latest accepted TodoWrite (0 before the first one).
+    todo_revision = models.PositiveIntegerField(default=0)
+    # Size of the all-completed write that emptied the list, so the card can say "all done".
+    cleared_total = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "agent_id"], name="unique_agent_per_session")
+        ]
+        ordering = ["started_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.label} in {self.session.session_id}"
+
+    @property
+    def is_main(self) -> bool:
+        return self.agent_id == self.session.session_id
+
+    @property
+    def label(self) -> str:
+        if self.is_main:
+            return "main"
+        return self.agent_type or "subagent"
+
+    @property
+    def short_id(self) -> str:
+        return self.agent_id[:6]
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class AgentTokenQuerySet(models.QuerySet["AgentToken"]):
+    def active(self) -> AgentTokenQuerySet:
+        return self.filter(revoked_at__isnull=True, owner__is_active=True)
+
+
+class AgentToken(models.Model):
+    """A bearer token agents authenticate with. Only its hash is stored."""
+
+    PREFIX = "ab_"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_tokens"
+    )
+    label = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    hint = models.CharField(max_length=12, help_text="The first characters, to recognise it.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AgentTokenQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.hint}… ({self.label or 'no label'}) of {self.owner}"
+
+    @classmethod
+    def issue(cls, *, owner: models.Model, label: str = "") -> tuple[AgentToken, str]:
+        """Create a token and return it with the raw key, which is never stored."""
+        raw = cls.PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(owner=owner, label=label, key_hash=hash_token(raw), hint=raw[:10])
+        return token, raw

@@ -1,0 +1,216 @@
+"""Read models for the overview and the session board, each in a bounded number of queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Prefetch
+
+from dashboard.models import Agent, Session
+from todos.models import Todo, TodoRevision, TodoStatus
+from todos.services import FLAG_MESSAGES, progress_of, todo_flags
+
+HISTORY_LENGTH = 30
+OVERVIEW_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Progress as the board shows it: cancelled items leave the denominator."""
+
+    completed: int = 0
+    in_progress: int = 0
+    pending: int = 0
+    cancelled: int = 0
+
+    @property
+    def of(self) -> int:
+        return self.completed + self.in_progress + self.pending
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.completed / self.of) if self.of else 0
+
+    @property
+    def unfinished(self) -> int:
+        return self.in_progress + self.pending
+
+
+@dataclass(frozen=True)
+class AgentCard:
+    agent: Agent
+    todos: list[Todo]
+    tally: Tally
+    flags: list[tuple[str, str]]
+    all_done: bool
+
+    @property
+    def next_pending(self) -> Todo | None:
+        return next((t for t in self.todos if t.status == TodoStatus.PENDING), None)
+
+    @property
+    def current(self) -> Todo | None:
+        return next((t for t in self.todos if t.status == TodoStatus.IN_PROGRESS), None)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session: Session
+    agent_count: int
+    tally: Tally
+    current_activity: str = ""
+    flag_count: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
+    wire = [{"status": t.status} for t in todos]
+    progress = progress_of(wire)
+    all_done = not todos and agent.cleared_total > 0
+    if all_done:
+        tally = Tally(completed=agent.cleared_total)
+    else:
+        tally = Tally(
+            completed=progress.completed,
+            in_progress=progress.in_progress,
+            pending=progress.pending,
+            cancelled=progress.cancelled,
+        )
+    flags = [(flag, FLAG_MESSAGES[flag]) for flag in todo_flags(wire)]
+    return AgentCard(agent=agent, todos=todos, tally=tally, flags=flags, all_done=all_done)
+
+
+def _agents_with_todos() -> Prefetch:
+    return Prefetch("todos", queryset=Todo.objects.order_by("position"))
+
+
+def board_cards(session: Session) -> list[AgentCard]:
+    """Main agent first, then subagents in start order."""
+    agents = list(session.agents.prefetch_related(_agents_with_todos()).order_by("started_at", "pk"))
+    for agent in agents:
+        agent.session = session
+    agents.sort(key=lambda a: not a.is_main)
+    return [_card(agent, list(agent.todos.all())) for agent in agents]
+
+
+def agent_card(agent_pk: int) -> AgentCard:
+    agent = (
+        Agent.objects.select_related("session", "session__owner")
+        .prefetch_related(_agents_with_todos())
+        .get(pk=agent_pk)
+    )
+    return _card(agent, list(agent.todos.all()))
+
+
+def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
+    """One summary per session in three queries, whatever the number of agents and todos."""
+    if not sessions:
+        return []
+    ids = [s.pk for s in sessions]
+    agent_counts: dict[int, int] = defaultdict(int)
+    cleared: dict[int, int] = defaultdict(int)
+    for row in Agent.objects.filter(session_id__in=ids).values("session_id", "cleared_total"):
+        agent_counts[row["session_id"]] += 1
+        cleared[row["session_id"]] += row["cleared_total"]
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    flagged: dict[int, set[int]] = defaultdict(set)
+    per_agent: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in (
+        Todo.objects.filter(agent__session_id__in=ids)
+        .values("agent__session_id", "agent_id", "status")
+        .annotate(n=Count("pk"))
+    ):
+        counts[row["agent__session_id"]][row["status"]] += row["n"]
+        per_agent[row["agent_id"]][row["status"]] = row["n"]
+        per_agent[row["agent_id"]]["session"] = row["agent__session_id"]
+    for agent_pk, statuses in per_agent.items():
+        wire = [{"status": s} for s, n in statuses.items() if s != "session" for _ in range(n)]
+        if todo_flags(wire):
+            flagged[statuses["session"]].add(agent_pk)
+    # The main agent's current task when it has one, else the earliest subagent's.
+    activity: dict[int, tuple[bool, str]] = {}
+    for todo in (
+        Todo.objects.filter(agent__session_id__in=ids, status=TodoStatus.IN_PROGRESS)
+        .select_related("agent", "agent__session")
+        .order_by("agent__started_at", "agent_id", "position")
+    ):
+        session_pk = todo.agent.session_id
+        known = activity.get(session_pk)
+        if known is None or (todo.agent.is_main and not known[0]):
+            activity[session_pk] = (todo.agent.is_main, todo.active_form or todo.content)
+    summaries = []
+    for session in sessions:
+        c = counts[session.pk]
+        tally = Tally(
+            completed=c["completed"] + cleared[session.pk],
+            in_progress=c["in_progress"],
+            pending=c["pending"],
+            cancelled=c["cancelled"],
+        )
+        summaries.append(
+            SessionSummary(
+                session=session,
+                agent_count=agent_counts[session.pk],
+                tally=tally,
+                current_activity=activity.get(session.pk, (False, ""))[1],
+                flag_count=len(flagged[session.pk]),
+            )
+        )
+    return summaries
+
+
+
+def overview(limit: int = OVERVIEW_LIMIT) -> list[SessionSummary]:
+    sessions = list(Session.objects.select_related("owner").order_by("-last_seen_at")[:limit])
+    return session_summaries(sessions)
+
+
+def session_summary(session_pk: int) -> SessionSummary:
+    return session_summaries([Session.objects.select_related("owner").get(pk=session_pk)])[0]
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    revision: TodoRevision
+    changes: list[str]
+
+
+def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
+    """Short sentences for what a write changed, e.g. 'completed “Run tests”'."""
+    before = {item["content"]: item["status"] for item in old}
+    changes = []
+    verbs = {"completed": "completed", "in_progress": "started", "cancelled": "cancelled",
+             "pending": "reopened"}
+    added = 0
+    for item in new:
+        previous = before.get(item["content"])
+        if previous is None:
+            added += 1
+        elif previous != item["status"]:
+            changes.append(f"{verbs[item['status']]} “{item['content']}”")
+    if added and not old:
+        changes.insert(0, f"wrote a list of {added} item{'s' if added != 1 else ''}")
+    elif added:
+        changes.append(f"added {added} item{'s' if added != 1 else ''}")
+    removed = len(set(before) - {item["content"] for item in new})
+    if removed and new:
+        changes.append(f"removed {removed} item{'s' if removed != 1 else ''}")
+    if not new:
+        changes.append("cleared the list")
+    if new and all(item["status"] == "completed" for item in new):
+        changes.append("all done")
+    return changes or ["rewrote the list unchanged"]
+
+
+def history_entry(revision: TodoRevision) -> HistoryEntry:
+    return HistoryEntry(revision=revision, changes=describe_revision(revision.old_todos, revision.new_todos))
+
+
+def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[HistoryEntry]:
+    revisions = (
+        TodoRevision.objects.filter(agent__session=session)
+        .select_related("agent", "agent__session")
+        .order_by("-received_at", "-pk")[:limit]
+    )
+    return [history_entry(r) for r in revisions]

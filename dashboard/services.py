@@ -1,0 +1,99 @@
+"""Sessions and agents: created on first mention, owned by the token's user."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard.errors import ServiceError
+from dashboard.models import Agent, AgentToken, Session, hash_token
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+
+
+def validate_id(value: str, *, name: str) -> str:
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise ServiceError(
+            "invalid_id",
+            f"The {name} must be 1 to 200 letters, digits or . _ : @ - and start with a letter or digit.",
+            detail=[{"loc": ["path", name], "msg": "not a valid id"}],
+        )
+    return value
+
+
+def token_authenticate(raw: str | None) -> AbstractBaseUser | None:
+    """The active user owning this bearer token, or None; records when it was last used."""
+    if not raw:
+        return None
+    token = AgentToken.objects.active().select_related("owner").filter(key_hash=hash_token(raw)).first()
+    if token is None:
+        return None
+    now = timezone.now()
+    # Recording every use would add a write to each request; a minute's precision is enough.
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.owner
+
+
+@dataclass(frozen=True)
+class ResolvedAgent:
+    agent: Agent
+    agent_created: bool
+    session_created: bool
+
+
+def agent_resolve_for_update(
+    *,
+    owner: AbstractBaseUser,
+    session_id: str,
+    agent_id: str,
+    agent_type: str = "",
+    cwd: str = "",
+) -> ResolvedAgent:
+    """The agent row, created with its session on first mention and locked for this transaction.
+
+    Must run inside a transaction: the lock serializes writes for one agent, in call order.
+    """
+    validate_id(session_id, name="session_id")
+    validate_id(agent_id, name="agent_id")
+    now = timezone.now()
+    session, session_created = Session.objects.get_or_create(
+        session_id=session_id, defaults={"owner": owner, "cwd": cwd, "started_at": now}
+    )
+    if session.owner_id != owner.pk:
+        raise ServiceError(
+            "session_forbidden",
+            "This session was reported with another user's token; use that user's token for it.",
+            status=403,
+        )
+    main, agent_created = Agent.objects.get_or_create(
+        session=session, agent_id=session_id, defaults={"started_at": session.started_at}
+    )
+    if agent_id == session_id:
+        agent = main
+    else:
+        agent, agent_created = Agent.objects.get_or_create(
+            session=session,
+            agent_id=agent_id,
+            defaults={"agent_type": agent_type, "parent": main, "started_at": now},
+        )
+    agent = Agent.objects.select_for_update().select_related("session").get(pk=agent.pk)
+    if agent_type and not agent.agent_type:
+        agent.agent_type = agent_type
+    if cwd and not agent.session.cwd:
+        agent.session.cwd = cwd
+    return ResolvedAgent(agent=agent, agent_created=agent_created, session_created=session_created)
+
+
+def agent_touch(*, agent: Agent) -> None:
+    """Mark activity on the agent and its session (inside the caller's transaction)."""
+    assert transaction.get_connection().in_atomic_block
+    now = timezone.now()
+    agent.last_seen_at = now
+    agent.session.last_seen_at = now
+    agent.session.save(update_fields=["last_seen_at", "cwd"])
+    agent.save(update_fields=["last_seen_at", "agent_type"])

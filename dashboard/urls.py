@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from dashboard import views
+from dashboard.api import api
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("sessions/<str:session_id>/", views.session_board, name="session-board"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
+]

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Router
+
+from dashboard.errors import ServiceError
+from todos import services
+from todos.models import TodoRevision
+from todos.schemas import ErrorOut, TodoReadOut, TodoWriteIn, TodoWriteOut
+
+router = Router(tags=["todos"])
+
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+def idempotency_key(request: HttpRequest) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not 1 <= len(key) <= 200:
+        raise ServiceError(
+            "invalid_idempotency_key", "The Idempotency-Key header must be 1 to 200 characters."
+        )
+    return key
+
+
+@router.put(
+    "/sessions/{session_id}/agents/{agent_id}/todos",
+    response={200: TodoWriteOut, **ERRORS},
+    summary="TodoWrite: replace the agent's list",
+    exclude_none=True,
+)
+def todo_write(request: HttpRequest, session_id: str, agent_id: str, payload: TodoWriteIn) -> dict:
+    """Send the complete new list every time. When every item is completed the stored list
+    empties (the write stays in the history). `agent_id == session_id` is the main agent."""
+    result = services.todo_list_replace(
+        owner=request.auth,
+        session_id=session_id,
+        agent_id=agent_id,
+        todos=payload.todos,
+        source=TodoRevision.Source.API,
+        idempotency_key=idempotency_key(request),
+    )
+    return result.as_wire()
+
+
+@router.get(
+    "/sessions/{session_id}/agents/{agent_id}/todos",
+    response={200: TodoReadOut, **ERRORS},
+    summary="TodoRead: the agent's current list",
+    exclude_none=True,
+)
+def todo_read(request: HttpRequest, session_id: str, agent_id: str) -> dict:
+    return services.todo_list_read(owner=request.auth, session_id=session_id, agent_id=agent_id)

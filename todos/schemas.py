@@ -1,0 +1,97 @@
+"""Wire models for TodoWrite / TodoRead, shared by the HTTP API, the agent socket and hooks."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+
+Status = Literal["pending", "in_progress", "completed", "cancelled"]
+Priority = Literal["high", "medium", "low"]
+
+
+class TodoItem(BaseModel):
+    """One item, in the current `{content, status, activeForm}` shape or the older
+    `{id, content, status, priority}` one (opencode sends `{content, status, priority}`)."""
+
+    # Agents add fields between versions; unknown item fields are ignored, not refused.
+    model_config = ConfigDict(extra="ignore")
+
+    content: StrictStr
+    status: Status
+    activeForm: StrictStr | None = None  # noqa: N815 - the wire name
+    id: StrictStr | StrictInt | None = None
+    priority: Priority | None = None
+
+    @field_validator("content")
+    @classmethod
+    def content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("activeForm")
+    @classmethod
+    def active_form_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty when given")
+        return value
+
+    def as_wire(self) -> dict[str, str]:
+        """The normalized dict stored in revisions and returned to agents."""
+        wire: dict[str, str] = {"content": self.content, "status": self.status}
+        if self.activeForm is not None:
+            wire["activeForm"] = self.activeForm
+        if self.id is not None:
+            wire["id"] = str(self.id)
+        if self.priority is not None:
+            wire["priority"] = self.priority
+        return wire
+
+
+class TodoWriteIn(BaseModel):
+    """TodoWrite input: the complete new list, every time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    todos: list[TodoItem]
+
+
+class Progress(BaseModel):
+    completed: int
+    in_progress: int
+    pending: int
+    cancelled: int
+    total: int
+
+
+class TodoOut(BaseModel):
+    content: str
+    status: Status
+    activeForm: str | None = None  # noqa: N815
+    id: str | None = None
+    priority: Priority | None = None
+
+
+class TodoWriteOut(BaseModel):
+    revision: int
+    old_todos: list[TodoOut]
+    new_todos: list[TodoOut]
+    progress: Progress
+    rendered: str
+
+
+class TodoReadOut(BaseModel):
+    revision: int
+    todos: list[TodoOut]
+    progress: Progress
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    detail: list[dict] = Field(default_factory=list)
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,252 @@
+"""Applying a TodoWrite, progress and the plain-text rendering the model reads back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard import live
+from dashboard.errors import ServiceError
+from dashboard.models import Agent, PermissionMode
+from dashboard.services import agent_resolve_for_update, agent_touch
+from todos.models import Todo, TodoRevision, TodoStatus
+from todos.schemas import Progress, TodoItem
+
+STRICT_MAX_ITEMS = 20
+STRICT_MAX_TEXT = 500
+
+# Discipline flags raised by a list, with the sentence shown on the card.
+FLAG_MESSAGES = {
+    "multiple_in_progress": "More than one task is in progress at once.",
+    "no_in_progress": "Nothing is in progress while tasks are still pending.",
+}
+
+CHECKBOX = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
+
+
+@dataclass(frozen=True)
+class TodoWriteResult:
+    revision: int
+    old_todos: list[dict[str, str]]
+    new_todos: list[dict[str, str]]
+    progress: Progress
+    rendered: str
+
+    def as_wire(self) -> dict:
+        return {
+            "revision": self.revision,
+            "old_todos": self.old_todos,
+            "new_todos": self.new_todos,
+            "progress": self.progress.model_dump(),
+            "rendered": self.rendered,
+        }
+
+
+def progress_of(items: Iterable[Mapping[str, str]]) -> Progress:
+    counts = {status: 0 for status in TodoStatus.values}
+    for item in items:
+        counts[item["status"]] += 1
+    return Progress(**counts, total=sum(counts.values()))
+
+
+def todo_flags(items: Sequence[Mapping[str, str]]) -> list[str]:
+    """Discipline problems of a list that is accepted anyway."""
+    statuses = [item["status"] for item in items]
+    flags = []
+    if statuses.count("in_progress") > 1:
+        flags.append("multiple_in_progress")
+    if "in_progress" not in statuses and "pending" in statuses:
+        flags.append("no_in_progress")
+    return flags
+
+
+def render_todos(items: Sequence[Mapping[str, str]]) -> str:
+    """The plain-text view handed back to the model, e.g. `[>] Update docs <- Updating docs`."""
+    if not items:
+        return "No todos."
+    lines = []
+    for item in items:
+        line = f"{CHECKBOX[item['status']]} {item['content']}"
+        if item["status"] == "in_progress" and item.get("activeForm"):
+            line += f" <- {item['activeForm']}"
+        lines.append(line)
+    progress = progress_of(items)
+    summary = f"{progress.completed}/{progress.total - progress.cancelled} completed"
+    if progress.cancelled:
+        summary += f", {progress.cancelled} cancelled"
+    return "\n".join(lines) + f"\n\n({summary})"
+
+
+def _check_strict_policy(items: Sequence[TodoItem]) -> None:
+    if len(items) > STRICT_MAX_ITEMS:
+        raise ServiceError(
+            "too_many_todos",
+            f"A list may hold at most {STRICT_MAX_ITEMS} items; this one has {len(items)}. "
+            "Merge or drop some.",
+            detail=[{"loc": ["body", "todos"], "msg": f"at most {STRICT_MAX_ITEMS} items"}],
+        )
+    for index, item in enumerate(items):
+        for field, text in (("content", item.content), ("activeForm", item.activeForm or "")):
+            if len(text) > STRICT_MAX_TEXT:
+                raise ServiceError(
+                    "todo_text_too_long",
+                    f"Item {index + 1} has a {field} of {len(text)} characters; "
+                    f"at most {STRICT_MAX_TEXT} are allowed.",
+                    detail=[
+                        {"loc": ["body", "todos", index, field], "msg": "at most 500 characters"}
+                    ],
+                )
+    in_progress = [i for i, item in enumerate(items) if item.status == "in_progress"]
+    if len(in_progress) > 1:
+        raise ServiceError(
+            "multiple_in_progress",
+            f"Only one item may be in progress at a time; items "
+            f"{', '.join(str(i + 1) for i in in_progress)} are. Finish one before starting another.",
+            detail=[{"loc": ["body", "todos", i, "status"], "msg": "second in_progress item"}
+                    for i in in_progress[1:]],
+        )
+
+
+def _request_hash(items: Sequence[Mapping[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(list(items), sort_keys=True).encode()).hexdigest()
+
+
+def _result_of(revision: TodoRevision) -> TodoWriteResult:
+    return TodoWriteResult(
+        revision=revision.number,
+        old_todos=revision.old_todos,
+        new_todos=revision.new_todos,
+        progress=progress_of(revision.new_todos),
+        rendered=render_todos(revision.new_todos),
+    )
+
+
+def current_todos(agent: Agent) -> list[dict[str, str]]:
+    return [todo_as_wire(todo) for todo in agent.todos.all()]
+
+
+def todo_as_wire(todo: Todo) -> dict[str, str]:
+    wire = {"content": todo.content, "status": todo.status}
+    if todo.active_form:
+        wire["activeForm"] = todo.active_form
+    if todo.external_id:
+        wire["id"] = todo.external_id
+    if todo.priority:
+        wire["priority"] = todo.priority
+    return wire
+
+
+def todo_list_replace(
+    *,
+    owner: AbstractBaseUser,
+    session_id: str,
+    agent_id: str,
+    todos: Sequence[TodoItem],
+    source: str,
+    idempotency_key: str | None = None,
+    agent_type: str = "",
+    cwd: str = "",
+    received_at: datetime | None = None,
+    enforce_plan_mode: bool = True,
+) -> TodoWriteResult:
+    """Replace an agent's list with `todos` and record the write as a new revision.
+
+    Writes for one agent are serialized by a row lock; the event for the board leaves after
+    commit. A retry with the same idempotency key and list returns the first result.
+    """
+    if settings.AGENTBOARD_TODO_POLICY == "strict":
+        _check_strict_policy(todos)
+    new_items = [item.as_wire() for item in todos]
+    request_hash = _request_hash(new_items)
+    with transaction.atomic():
+        resolved = agent_resolve_for_update(
+            owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
+        )
+        agent = resolved.agent
+        if idempotency_key:
+            earlier = agent.revisions.filter(idempotency_key=idempotency_key).first()
+            if earlier is not None:
+                if earlier.request_hash != request_hash:
+                    raise ServiceError(
+                        "idempotency_key_reused",
+                        "This Idempotency-Key was already used for a different list; "
+                        "send a new key for a new write.",
+                    )
+                return _result_of(earlier)
+        if enforce_plan_mode and agent.session.permission_mode == PermissionMode.PLAN:
+            raise ServiceError(
+                "plan_mode_active",
+                "The session is in plan mode, where the todo list cannot change; it becomes "
+                "writable again once a reviewer approves the plan.",
+                status=409,
+            )
+        old_items = current_todos(agent)
+        all_completed = bool(new_items) and all(i["status"] == "completed" for i in new_items)
+        stored_items = [] if all_completed else new_items
+        agent.todos.all().delete()
+        Todo.objects.bulk_create(
+            Todo(
+                agent=agent,
+                position=position,
+                content=item["content"],
+                active_form=item.get("activeForm", ""),
+                status=item["status"],
+                priority=item.get("priority", ""),
+                external_id=item.get("id", ""),
+            )
+            for position, item in enumerate(stored_items)
+        )
+        agent.todo_revision += 1
+        agent.cleared_total = len(new_items) if all_completed else 0
+        agent.save(update_fields=["todo_revision", "cleared_total"])
+        revision = TodoRevision.objects.create(
+            agent=agent,
+            number=agent.todo_revision,
+            old_todos=old_items,
+            new_todos=new_items,
+            source=source,
+            idempotency_key=idempotency_key or None,
+            request_hash=request_hash,
+            received_at=received_at or timezone.now(),
+        )
+        agent_touch(agent=agent)
+        transaction.on_commit(
+            partial(
+                live.agent_changed,
+                agent_pk=agent.pk,
+                revision_pk=revision.pk,
+                agent_created=resolved.agent_created,
+                session_created=resolved.session_created,
+            ),
+            robust=True,
+        )
+    return _result_of(revision)
+
+
+def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> dict:
+    """TodoRead: the current list; an unknown agent has an empty one."""
+    agent = (
+        Agent.objects.filter(session__session_id=session_id, agent_id=agent_id)
+        .select_related("session")
+        .prefetch_related("todos")
+        .first()
+    )
+    if agent is None:
+        return {"revision": 0, "todos": [], "progress": progress_of([]).model_dump()}
+    if agent.session.owner_id != owner.pk:
+        raise ServiceError(
+            "session_forbidden",
+            "This session was reported with another user's token; use that user's token for it.",
+            status=403,
+        )
+    items = current_todos(agent)
+    return {"revision": agent.todo_revision, "todos": items, "progress": progress_of(items).model_dump()}

@@ -1,0 +1,126 @@
+"""A real Agentboard server in a subprocess, started with the README's `serve` command.
+
+Each server gets its own data folder (SQLite file, secret key). When DATABASE_URL / REDIS_URL
+are set, the servers share a fresh PostgreSQL database and a private Redis prefix instead, so
+several of them behave like one deployment of many processes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen | None = None
+    username: str = ""
+    password: str = ""
+    token: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def start(self, timeout: float = 40) -> None:
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(self.port)],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"The server exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/accounts/login/", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)
+        else:
+            raise RuntimeError(f"The server did not answer in {timeout} s:\n{self.log()}")
+        if not self.password:
+            self._read_bootstrap()
+
+    def _read_bootstrap(self) -> None:
+        text = self.log()
+        password = re.search(r"password: (\S+)", text)
+        token = re.search(r"^\s+(ab_\S+)$", text, re.MULTILINE)
+        if password and token:
+            self.username, self.password, self.token = "lead", password.group(1), token.group(1)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def server_env(data_dir: Path, *, database_url: str | None = None, redis_prefix: str | None = None
+               ) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["AGENTBOARD_DATA_DIR"] = str(data_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    else:
+        env.pop("DATABASE_URL", None)
+    if redis_prefix and os.environ.get("REDIS_URL"):
+        env["AGENTBOARD_REDIS_PREFIX"] = redis_prefix
+    else:
+        env.pop("REDIS_URL", None)
+    return env
+
+
+def create_database(base_url: str) -> tuple[str, str]:
+    """A fresh PostgreSQL database beside the one in base_url; returns (url, name)."""
+    import psycopg
+
+    name = f"agentboard_live_{secrets.token_hex(4)}"
+    admin_url = re.sub(r"/[^/]*$", "/postgres", base_url)
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return re.sub(r"/[^/]*$", f"/{name}", base_url), name
+
+
+def drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    admin_url = re.sub(r"/[^/]*$", "/postgres", base_url)
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -30,8 +30,13 @@ api = NinjaAPI(
     docs_url="/docs",
 )
 
-STATUS_CODES = {400: "malformed_json", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-                405: "method_not_allowed"}
+STATUS_CODES = {
+    400: "malformed_json",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+}
 
 
 def error_response(request: HttpRequest, error: ServiceError) -> HttpResponse:

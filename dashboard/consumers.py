@@ -132,26 +132,33 @@ class AgentConsumer(AsyncWebsocketConsumer):
             await self._send_json({"type": "error", "id": frame_id, "error": error.as_dict()})
         except Exception:
             logger.exception("agent socket frame failed")
-            error = ServiceError("internal_error", "The server failed on this frame; try again.",
-                                 status=500)
+            error = ServiceError(
+                "internal_error", "The server failed on this frame; try again.", status=500
+            )
             await self._send_json({"type": "error", "id": frame_id, "error": error.as_dict()})
 
     def _parse(self, text_data: str | None, bytes_data: bytes | None) -> dict[str, Any]:
         if text_data is None:
-            raise ServiceError("malformed_json", "Send frames as JSON text, not binary.", status=400)
+            raise ServiceError(
+                "malformed_json", "Send frames as JSON text, not binary.", status=400
+            )
         limit = settings.AGENTBOARD_MAX_BODY_BYTES
         if len(text_data.encode()) > limit:
             raise ServiceError(
-                "payload_too_large", f"The frame is larger than the {limit} bytes accepted.",
+                "payload_too_large",
+                f"The frame is larger than the {limit} bytes accepted.",
                 status=413,
             )
         try:
             raw = json.loads(text_data)
         except ValueError:
-            raise ServiceError("malformed_json", "The frame is not valid JSON.", status=400) from None
+            raise ServiceError(
+                "malformed_json", "The frame is not valid JSON.", status=400
+            ) from None
         if not isinstance(raw, dict):
-            raise ServiceError("malformed_json", "A frame must be a JSON object with a 'type'.",
-                               status=400)
+            raise ServiceError(
+                "malformed_json", "A frame must be a JSON object with a 'type'.", status=400
+            )
         return raw
 
     async def handle_frame(self, frame: Any) -> None:
@@ -178,6 +185,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
             agent_id=frame.agent_id,
             todos=frame.todos,
             source=TodoRevision.Source.SOCKET,
+            agent_type=frame.agent_type,
+            cwd=frame.cwd,
         ).as_wire()
 
     async def _send_json(self, payload: dict) -> None:

@@ -7,7 +7,12 @@ class ServiceError(Exception):
     """A refusal a client can act on: a stable code, one clear sentence, an HTTP status."""
 
     def __init__(
-        self, code: str, message: str, *, status: int = 422, detail: list[dict[str, Any]] | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int = 422,
+        detail: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code

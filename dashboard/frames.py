@@ -25,6 +25,8 @@ class TodoWriteFrame(Frame):
     type: Literal["todo_write"]
     session_id: StrictStr
     agent_id: StrictStr
+    agent_type: Annotated[StrictStr, Field(max_length=100)] = ""
+    cwd: Annotated[StrictStr, Field(max_length=1000)] = ""
     todos: list[TodoItem]
 
 

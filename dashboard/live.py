@@ -68,7 +68,9 @@ def agent_changed(
         render_to_string("dashboard/_session_header.html", {"summary": summary, "oob": True}),
     ]
     if revision_pk is not None:
-        revision = TodoRevision.objects.select_related("agent", "agent__session").get(pk=revision_pk)
+        revision = TodoRevision.objects.select_related("agent", "agent__session").get(
+            pk=revision_pk
+        )
         parts.append(
             render_to_string(
                 "dashboard/_history_entry.html",

@@ -94,7 +94,7 @@ class Agent(models.Model):
 
     @property
     def short_id(self) -> str:
-        return self.agent_id[:6]
+        return self.agent_id.removeprefix("agent-")[:6]
 
 
 def hash_token(raw: str) -> str:
@@ -130,5 +130,7 @@ class AgentToken(models.Model):
     def issue(cls, *, owner: models.Model, label: str = "") -> tuple[AgentToken, str]:
         """Create a token and return it with the raw key, which is never stored."""
         raw = cls.PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(owner=owner, label=label, key_hash=hash_token(raw), hint=raw[:10])
+        token = cls.objects.create(
+            owner=owner, label=label, key_hash=hash_token(raw), hint=raw[:10]
+        )
         return token, raw

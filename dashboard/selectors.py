@@ -87,7 +87,9 @@ def _agents_with_todos() -> Prefetch:
 
 def board_cards(session: Session) -> list[AgentCard]:
     """Main agent first, then subagents in start order."""
-    agents = list(session.agents.prefetch_related(_agents_with_todos()).order_by("started_at", "pk"))
+    agents = list(
+        session.agents.prefetch_related(_agents_with_todos()).order_by("started_at", "pk")
+    )
     for agent in agents:
         agent.session = session
     agents.sort(key=lambda a: not a.is_main)
@@ -160,7 +162,6 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
     return summaries
 
 
-
 def overview(limit: int = OVERVIEW_LIMIT) -> list[SessionSummary]:
     sessions = list(Session.objects.select_related("owner").order_by("-last_seen_at")[:limit])
     return session_summaries(sessions)
@@ -180,8 +181,12 @@ def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
     """Short sentences for what a write changed, e.g. 'completed “Run tests”'."""
     before = {item["content"]: item["status"] for item in old}
     changes = []
-    verbs = {"completed": "completed", "in_progress": "started", "cancelled": "cancelled",
-             "pending": "reopened"}
+    verbs = {
+        "completed": "completed",
+        "in_progress": "started",
+        "cancelled": "cancelled",
+        "pending": "reopened",
+    }
     added = 0
     for item in new:
         previous = before.get(item["content"])
@@ -204,7 +209,9 @@ def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
 
 
 def history_entry(revision: TodoRevision) -> HistoryEntry:
-    return HistoryEntry(revision=revision, changes=describe_revision(revision.old_todos, revision.new_todos))
+    return HistoryEntry(
+        revision=revision, changes=describe_revision(revision.old_todos, revision.new_todos)
+    )
 
 
 def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[HistoryEntry]:

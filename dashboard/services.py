@@ -19,7 +19,8 @@ def validate_id(value: str, *, name: str) -> str:
     if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise ServiceError(
             "invalid_id",
-            f"The {name} must be 1 to 200 letters, digits or . _ : @ - and start with a letter or digit.",
+            f"The {name} must be 1 to 200 letters, digits or . _ : @ - "
+            "and start with a letter or digit.",
             detail=[{"loc": ["path", name], "msg": "not a valid id"}],
         )
     return value
@@ -29,7 +30,9 @@ def token_authenticate(raw: str | None) -> AbstractBaseUser | None:
     """The active user owning this bearer token, or None; records when it was last used."""
     if not raw:
         return None
-    token = AgentToken.objects.active().select_related("owner").filter(key_hash=hash_token(raw)).first()
+    token = (
+        AgentToken.objects.active().select_related("owner").filter(key_hash=hash_token(raw)).first()
+    )
     if token is None:
         return None
     now = timezone.now()

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Query, Router
 
 from dashboard.errors import ServiceError
 from todos import services
@@ -28,9 +28,17 @@ def idempotency_key(request: HttpRequest) -> str | None:
     summary="TodoWrite: replace the agent's list",
     exclude_none=True,
 )
-def todo_write(request: HttpRequest, session_id: str, agent_id: str, payload: TodoWriteIn) -> dict:
+def todo_write(
+    request: HttpRequest,
+    session_id: str,
+    agent_id: str,
+    payload: TodoWriteIn,
+    agent_type: str = Query("", max_length=100, description="Subagent type shown on its card."),
+    cwd: str = Query("", max_length=1000, description="Working directory; names the project."),
+) -> dict:
     """Send the complete new list every time. When every item is completed the stored list
-    empties (the write stays in the history). `agent_id == session_id` is the main agent."""
+    empties (the write stays in the history). `agent_id == session_id` is the main agent;
+    any other id is a subagent, labelled on the board by `agent_type` (e.g. `Explore`)."""
     result = services.todo_list_replace(
         owner=request.auth,
         session_id=session_id,
@@ -38,6 +46,8 @@ def todo_write(request: HttpRequest, session_id: str, agent_id: str, payload: To
         todos=payload.todos,
         source=TodoRevision.Source.API,
         idempotency_key=idempotency_key(request),
+        agent_type=agent_type,
+        cwd=cwd,
     )
     return result.as_wire()
 

@@ -60,7 +60,8 @@ class TodoRevision(models.Model):
     old_todos = models.JSONField(default=list)
     new_todos = models.JSONField(default=list)
     source = models.CharField(max_length=10, choices=Source.choices)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "", when absent: the unique constraint must ignore writes without a key.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     request_hash = models.CharField(max_length=64, blank=True)
     received_at = models.DateTimeField(default=timezone.now)
 

@@ -19,7 +19,7 @@ class TodoItem(BaseModel):
 
     content: StrictStr
     status: Status
-    activeForm: StrictStr | None = None  # noqa: N815 - the wire name
+    activeForm: StrictStr | None = None
     id: StrictStr | StrictInt | None = None
     priority: Priority | None = None
 
@@ -68,7 +68,7 @@ class Progress(BaseModel):
 class TodoOut(BaseModel):
     content: str
     status: Status
-    activeForm: str | None = None  # noqa: N815
+    activeForm: str | None = None
     id: str | None = None
     priority: Priority | None = None
 

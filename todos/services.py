@@ -109,10 +109,13 @@ def _check_strict_policy(items: Sequence[TodoItem]) -> None:
     if len(in_progress) > 1:
         raise ServiceError(
             "multiple_in_progress",
-            f"Only one item may be in progress at a time; items "
-            f"{', '.join(str(i + 1) for i in in_progress)} are. Finish one before starting another.",
-            detail=[{"loc": ["body", "todos", i, "status"], "msg": "second in_progress item"}
-                    for i in in_progress[1:]],
+            "Only one item may be in progress at a time; items "
+            f"{', '.join(str(i + 1) for i in in_progress)} are. "
+            "Finish one before starting another.",
+            detail=[
+                {"loc": ["body", "todos", i, "status"], "msg": "second in_progress item"}
+                for i in in_progress[1:]
+            ],
         )
 
 
@@ -249,4 +252,8 @@ def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
             status=403,
         )
     items = current_todos(agent)
-    return {"revision": agent.todo_revision, "todos": items, "progress": progress_of(items).model_dump()}
+    return {
+        "revision": agent.todo_revision,
+        "todos": items,
+        "progress": progress_of(items).model_dump(),
+    }

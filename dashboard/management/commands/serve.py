@@ -20,7 +20,9 @@ class Command(BaseCommand):
             "--no-bootstrap", action="store_true", help="Do not create a first account."
         )
 
-    def handle(self, *args: object, host: str, port: int, no_bootstrap: bool, **options: object) -> None:
+    def handle(
+        self, *args: object, host: str, port: int, no_bootstrap: bool, **options: object
+    ) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         if not no_bootstrap:
             self._bootstrap(host=host, port=port)

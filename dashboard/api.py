@@ -102,9 +102,11 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 def _register_routers() -> None:
+    from planmode.api import router as plans_router
     from todos.api import router as todos_router
 
     api.add_router("", todos_router)
+    api.add_router("", plans_router)
 
 
 _register_routers()

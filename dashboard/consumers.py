@@ -11,13 +11,26 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.urls import reverse
 from pydantic import ValidationError
 
 from dashboard import live, selectors
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
-from dashboard.frames import FRAME_ADAPTER, FRAME_TYPES, PingFrame, TodoWriteFrame
+from dashboard.frames import (
+    FRAME_ADAPTER,
+    FRAME_TYPES,
+    ExitPlanModeFrame,
+    PingFrame,
+    StepFrame,
+    TodoWriteFrame,
+    WatchPlanFrame,
+)
 from dashboard.models import Session
-from dashboard.services import token_authenticate
+from dashboard.services import agent_resolve_for_update, agent_touch, token_authenticate
+from planmode import fragments
+from planmode.models import Plan
+from planmode.selectors import plan_for_owner
+from planmode.services import plan_state, plan_submit
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +51,16 @@ class BoardConsumer(AsyncWebsocketConsumer):
             await self.accept()
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        session_id = parse_qs(self.scope["query_string"].decode()).get("session", [""])[0]
+        query = parse_qs(self.scope["query_string"].decode())
+        session_id = query.get("session", [""])[0]
+        # "queue" on the review queue, a plan id on a review page.
+        self.plans_page = query.get("plans", [""])[0]
         self.session_pk: int | None = None
-        if session_id:
+        if self.plans_page:
+            self.live_groups = [live.PLANS_GROUP, live.HEADER_GROUP]
+            if self.plans_page.isdigit():
+                self.live_groups.append(live.plan_review_group(int(self.plans_page)))
+        elif session_id:
             self.session_pk = await self._session_pk(session_id)
             if self.session_pk is None:
                 await self.accept()
@@ -68,7 +88,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
     @database_sync_to_async
     def _snapshot(self) -> str:
         parts = [live.render_plans_waiting()]
-        if self.session_pk is None:
+        if self.plans_page:
+            if self.plans_page.isdigit():
+                parts.append(fragments.review_snapshot(int(self.plans_page)))
+            else:
+                parts.append(fragments.render_queue(oob=True))
+        elif self.session_pk is None:
             parts.append(
                 render_to_string(
                     "dashboard/_session_list.html",
@@ -85,6 +110,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             }
             for template in ("_session_header", "_cards", "_history"):
                 parts.append(render_to_string(f"dashboard/{template}.html", context))
+            parts.append(fragments.render_session_plans(session.pk, oob=True))
         return "".join(parts)
 
 
@@ -102,6 +128,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.user = await database_sync_to_async(token_authenticate)(_bearer_token(self.scope))
+        self.watched_plans: set[int] = set()
         await self.accept()
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -124,6 +151,11 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 frame = FRAME_ADAPTER.validate_python(raw)
             except ValidationError as exc:
                 detail = pydantic_detail(exc.errors())
+                # Pydantic puts the frame type first (["todo_write", "todos", 0]), but the
+                # frame has no such key: the path must lead to the field that was sent.
+                for item in detail:
+                    if item["loc"][:1] == [raw["type"]]:
+                        item["loc"] = item["loc"][1:]
                 raise ServiceError(
                     "validation_error", first_error_sentence(detail), detail=detail
                 ) from None
@@ -167,13 +199,96 @@ class AgentConsumer(AsyncWebsocketConsumer):
         elif isinstance(frame, TodoWriteFrame):
             result = await database_sync_to_async(self._todo_write)(frame)
             await self._send_json({"type": "ack", "id": frame.id, "result": result})
+        elif isinstance(frame, StepFrame):
+            reminder = await database_sync_to_async(self._step)(frame)
+            await self._send_json({"type": "ack", "id": frame.id, "result": {"reminder": reminder}})
+            if reminder:
+                await self._send_json(
+                    {
+                        "type": "reminder",
+                        "session_id": frame.session_id,
+                        "agent_id": frame.agent_id,
+                        "text": reminder,
+                    }
+                )
         else:
             await self.handle_plan_frame(frame)
 
-    async def handle_plan_frame(self, frame: Any) -> None:
-        raise ServiceError(
-            "unsupported_frame", "Plan frames are not available on this server yet.", status=400
-        )
+    async def handle_plan_frame(self, frame: ExitPlanModeFrame | WatchPlanFrame) -> None:
+        """Ack with the plan's state, then push `plan_decided` once a reviewer decides."""
+        if isinstance(frame, ExitPlanModeFrame):
+            plan_pk = await database_sync_to_async(self._exit_plan_mode)(frame)
+        else:
+            plan_pk = frame.plan_id
+        # Subscribe before reading: a decision made in between is then in the state read
+        # below or arrives as an event, never lost.
+        await self._watch_plan(plan_pk)
+        try:
+            state = await database_sync_to_async(self._plan_state)(plan_pk)
+        except ServiceError:
+            await self._unwatch_plan(plan_pk)
+            raise
+        if state["status"] != "pending":
+            await self._unwatch_plan(plan_pk)
+        result = {**state, "review_url": self._review_url(plan_pk)}
+        await self._send_json({"type": "ack", "id": frame.id, "result": result})
+
+    async def plan_decided(self, event: live.PlanDecided) -> None:
+        plan_pk = event["plan_id"]
+        if plan_pk not in self.watched_plans:
+            return
+        try:
+            state = await database_sync_to_async(self._plan_state)(plan_pk)
+        except ServiceError:
+            await self._unwatch_plan(plan_pk)
+            return
+        if state["status"] == "pending":
+            return
+        await self._unwatch_plan(plan_pk)
+        await self._send_json({"type": "plan_decided", "plan": state})
+
+    async def _watch_plan(self, plan_pk: int) -> None:
+        self.watched_plans.add(plan_pk)
+        await self.channel_layer.group_add(live.plan_group(plan_pk), self.channel_name)
+
+    async def _unwatch_plan(self, plan_pk: int) -> None:
+        self.watched_plans.discard(plan_pk)
+        await self.channel_layer.group_discard(live.plan_group(plan_pk), self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        for plan_pk in list(getattr(self, "watched_plans", ())):
+            await self._unwatch_plan(plan_pk)
+
+    def _exit_plan_mode(self, frame: ExitPlanModeFrame) -> int:
+        return plan_submit(
+            owner=self.user,
+            session_id=frame.session_id,
+            agent_id=frame.agent_id,
+            plan=frame.plan,
+            plan_file_path=frame.plan_file_path,
+            source=Plan.Source.SOCKET,
+        ).pk
+
+    def _plan_state(self, plan_pk: int) -> dict:
+        return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))
+
+    def _review_url(self, plan_pk: int) -> str:
+        host = dict(self.scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+        scheme = "https" if self.scope.get("scheme") == "wss" else "http"
+        path = reverse("plan-review", args=[plan_pk])
+        return f"{scheme}://{host}{path}" if host else path
+
+    def _step(self, frame: StepFrame) -> str | None:
+        from django.db import transaction
+
+        from todos import enforcer
+
+        with transaction.atomic():
+            agent = agent_resolve_for_update(
+                owner=self.user, session_id=frame.session_id, agent_id=frame.agent_id
+            ).agent
+            agent_touch(agent=agent)
+        return enforcer.on_step(agent=agent, key=frame.key)
 
     def _todo_write(self, frame: TodoWriteFrame) -> dict:
         from todos.models import TodoRevision

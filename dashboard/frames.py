@@ -43,8 +43,18 @@ class WatchPlanFrame(Frame):
     plan_id: StrictInt
 
 
+class StepFrame(Frame):
+    """The agent took a step (a model turn or tool use); a due reminder follows as `reminder`."""
+
+    type: Literal["step"]
+    session_id: StrictStr
+    agent_id: StrictStr
+    key: Annotated[StrictStr, Field(max_length=200)] | None = None
+
+
 AnyFrame = Annotated[
-    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame, Field(discriminator="type")
+    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame | StepFrame,
+    Field(discriminator="type"),
 ]
 FRAME_ADAPTER: TypeAdapter[AnyFrame] = TypeAdapter(AnyFrame)
-FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan")
+FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan", "step")

@@ -33,6 +33,8 @@ class Session(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The lead can switch the continuation enforcer off for one session from the board.
+    enforcer_enabled = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["-last_seen_at"]

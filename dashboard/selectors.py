@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db.models import Count, Prefetch
 
 from dashboard.models import Agent, Session
-from todos.models import Todo, TodoRevision, TodoStatus
-from todos.services import FLAG_MESSAGES, progress_of, todo_flags
+from planmode.selectors import pending_by_session
+from todos.models import AgentTracking, Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
+from todos.services import FLAG_MESSAGES, progress_of
 
 HISTORY_LENGTH = 30
 OVERVIEW_LIMIT = 200
@@ -44,6 +46,8 @@ class AgentCard:
     tally: Tally
     flags: list[tuple[str, str]]
     all_done: bool
+    countdown: Continuation | None = None
+    flag_history: list[EnforcerEvent] = field(default_factory=list)
 
     @property
     def next_pending(self) -> Todo | None:
@@ -77,18 +81,48 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
             pending=progress.pending,
             cancelled=progress.cancelled,
         )
-    flags = [(flag, FLAG_MESSAGES[flag]) for flag in todo_flags(wire)]
-    return AgentCard(agent=agent, todos=todos, tally=tally, flags=flags, all_done=all_done)
+    tracking = getattr(agent, "tracking", None)
+    current = tracking.current_flags if tracking else []
+    flags = [(flag, FLAG_MESSAGES[flag]) for flag in current if flag in FLAG_MESSAGES]
+    counting = agent.counting_continuations
+    return AgentCard(
+        agent=agent,
+        todos=todos,
+        tally=tally,
+        flags=flags,
+        all_done=all_done,
+        countdown=counting[0] if counting else None,
+        flag_history=list(agent.recent_flags),
+    )
 
 
-def _agents_with_todos() -> Prefetch:
-    return Prefetch("todos", queryset=Todo.objects.order_by("position"))
+FLAG_HISTORY_LENGTH = 5
+
+
+def _card_prefetches() -> list[Prefetch]:
+    return [
+        Prefetch("todos", queryset=Todo.objects.order_by("position")),
+        Prefetch(
+            "continuations",
+            queryset=Continuation.objects.filter(status=Continuation.Status.COUNTING),
+            to_attr="counting_continuations",
+        ),
+        Prefetch(
+            "enforcer_events",
+            queryset=EnforcerEvent.objects.filter(kind=EnforcerEvent.Kind.FLAG).order_by(
+                "-created_at", "-pk"
+            )[:FLAG_HISTORY_LENGTH],
+            to_attr="recent_flags",
+        ),
+    ]
 
 
 def board_cards(session: Session) -> list[AgentCard]:
     """Main agent first, then subagents in start order."""
     agents = list(
-        session.agents.prefetch_related(_agents_with_todos()).order_by("started_at", "pk")
+        session.agents.select_related("tracking")
+        .prefetch_related(*_card_prefetches())
+        .order_by("started_at", "pk")
     )
     for agent in agents:
         agent.session = session
@@ -98,8 +132,8 @@ def board_cards(session: Session) -> list[AgentCard]:
 
 def agent_card(agent_pk: int) -> AgentCard:
     agent = (
-        Agent.objects.select_related("session", "session__owner")
-        .prefetch_related(_agents_with_todos())
+        Agent.objects.select_related("session", "session__owner", "tracking")
+        .prefetch_related(*_card_prefetches())
         .get(pk=agent_pk)
     )
     return _card(agent, list(agent.todos.all()))
@@ -116,20 +150,18 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         agent_counts[row["session_id"]] += 1
         cleared[row["session_id"]] += row["cleared_total"]
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    flagged: dict[int, set[int]] = defaultdict(set)
-    per_agent: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in (
         Todo.objects.filter(agent__session_id__in=ids)
-        .values("agent__session_id", "agent_id", "status")
+        .values("agent__session_id", "status")
         .annotate(n=Count("pk"))
     ):
         counts[row["agent__session_id"]][row["status"]] += row["n"]
-        per_agent[row["agent_id"]][row["status"]] = row["n"]
-        per_agent[row["agent_id"]]["session"] = row["agent__session_id"]
-    for agent_pk, statuses in per_agent.items():
-        wire = [{"status": s} for s, n in statuses.items() if s != "session" for _ in range(n)]
-        if todo_flags(wire):
-            flagged[statuses["session"]].add(agent_pk)
+    flagged: dict[int, int] = defaultdict(int)
+    for row in AgentTracking.objects.filter(agent__session_id__in=ids).values(
+        "agent__session_id", "current_flags"
+    ):
+        if row["current_flags"]:
+            flagged[row["agent__session_id"]] += 1
     # The main agent's current task when it has one, else the earliest subagent's.
     activity: dict[int, tuple[bool, str]] = {}
     for todo in (
@@ -141,6 +173,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         known = activity.get(session_pk)
         if known is None or (todo.agent.is_main and not known[0]):
             activity[session_pk] = (todo.agent.is_main, todo.active_form or todo.content)
+    plans_waiting = pending_by_session(ids)
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -156,7 +189,8 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                 agent_count=agent_counts[session.pk],
                 tally=tally,
                 current_activity=activity.get(session.pk, (False, ""))[1],
-                flag_count=len(flagged[session.pk]),
+                flag_count=flagged[session.pk],
+                extra=plans_waiting.get(session.pk, {}),
             )
         )
     return summaries
@@ -173,8 +207,14 @@ def session_summary(session_pk: int) -> SessionSummary:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    revision: TodoRevision
-    changes: list[str]
+    """One line of a session's history: a todo write, or something the enforcer did."""
+
+    dom_id: str
+    at: datetime
+    agent: Agent
+    text: str
+    meta: str
+    kind: str = "revision"
 
 
 def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
@@ -210,14 +250,37 @@ def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
 
 def history_entry(revision: TodoRevision) -> HistoryEntry:
     return HistoryEntry(
-        revision=revision, changes=describe_revision(revision.old_todos, revision.new_todos)
+        dom_id=f"revision-{revision.pk}",
+        at=revision.received_at,
+        agent=revision.agent,
+        text="; ".join(describe_revision(revision.old_todos, revision.new_todos)),
+        meta=f"rev {revision.number} · {revision.get_source_display()}",
+    )
+
+
+def enforcer_history_entry(event: EnforcerEvent) -> HistoryEntry:
+    return HistoryEntry(
+        dom_id=f"enforcer-{event.pk}",
+        at=event.created_at,
+        agent=event.agent,
+        text=event.text,
+        meta=event.get_kind_display(),
+        kind=event.kind,
     )
 
 
 def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[HistoryEntry]:
+    """The newest writes and enforcer actions of a session, newest first."""
     revisions = (
         TodoRevision.objects.filter(agent__session=session)
         .select_related("agent", "agent__session")
         .order_by("-received_at", "-pk")[:limit]
     )
-    return [history_entry(r) for r in revisions]
+    events = (
+        EnforcerEvent.objects.filter(agent__session=session)
+        .select_related("agent", "agent__session")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+    entries = [history_entry(r) for r in revisions] + [enforcer_history_entry(e) for e in events]
+    entries.sort(key=lambda entry: entry.at, reverse=True)
+    return entries[:limit]

@@ -205,3 +205,24 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTBOARD_LOG_LEVEL", "INFO")},
     "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
 }
+
+# Keeping agents on track (todo reminders and the continuation enforcer).
+# A reminder goes out once an agent has taken this many steps (tool uses) without a todo write...
+AGENTBOARD_REMINDER_STEPS_SINCE_WRITE = envint("AGENTBOARD_REMINDER_STEPS_SINCE_WRITE", 7)
+# ...and this many steps since the previous reminder.
+AGENTBOARD_REMINDER_STEPS_BETWEEN = envint("AGENTBOARD_REMINDER_STEPS_BETWEEN", 3)
+AGENTBOARD_ENFORCER_ENABLED = envbool("AGENTBOARD_ENFORCER_ENABLED", True)
+# Seconds the board shows "Resuming in Ns…" before an agent with unfinished tasks is continued.
+AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = envfloat("AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS", 2.0)
+# Consecutive continuations before the agent is let stop (Claude Code itself stops at 8).
+AGENTBOARD_CONTINUATION_LIMIT = envint("AGENTBOARD_CONTINUATION_LIMIT", 5)
+if not 1 <= AGENTBOARD_CONTINUATION_LIMIT < 8:
+    raise ImproperlyConfigured("AGENTBOARD_CONTINUATION_LIMIT must be between 1 and 7.")
+# No continuation this many seconds after an error was reported (a new prompt clears it).
+AGENTBOARD_ERROR_COOLDOWN_SECONDS = envfloat("AGENTBOARD_ERROR_COOLDOWN_SECONDS", 3.0)
+# Agent types that cannot edit files, so continuing them makes no sense.
+AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", ["Explore", "Plan"])
+
+# How long the Claude Code PermissionRequest hook holds a plan for a reviewer before answering
+# "no decision" (Claude Code then asks in the terminal). Keep it below the hook's timeout (600 s).
+AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)

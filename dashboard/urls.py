@@ -2,16 +2,24 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
-from dashboard import views
+from dashboard import hooks, views
 from dashboard.api import api
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("sessions/<str:session_id>/", views.session_board, name="session-board"),
+    path(
+        "sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"
+    ),
+    path(
+        "continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"
+    ),
+    path("plans/", include("planmode.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("hooks/claude-code", hooks.claude_code_hook, name="claude-code-hook"),
 ]

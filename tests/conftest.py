@@ -2,23 +2,44 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
 from dashboard.models import AgentToken
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
+from todos.schemas import TodoWriteIn
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """Test against an SQLite file like the one `serve` uses, not a shared-cache memory
+    database, whose table locks would fail concurrent writers instead of queueing them."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        path = tmp_path_factory.mktemp("database") / "test.sqlite3"
+        database.setdefault("TEST", {})["NAME"] = str(path)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    # Real hashing costs a quarter of a second per user; these tests are not about it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -54,11 +75,14 @@ class AgentApi:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def put_todos(self, session_id: str, agent_id: str, body, headers: dict | None = None):
+    def put_todos(self, session_id: str, agent_id: str, body, headers: dict | None = None,
+                  query: dict[str, str] | None = None):
         data = body if isinstance(body, str | bytes) else json.dumps(body)
+        url = f"/api/v1/sessions/{session_id}/agents/{agent_id}/todos"
+        if query:
+            url += f"?{urlencode(query)}"
         return self.client.put(
-            f"/api/v1/sessions/{session_id}/agents/{agent_id}/todos",
-            data=data, content_type="application/json", headers=self.headers(headers),
+            url, data=data, content_type="application/json", headers=self.headers(headers),
         )
 
     def get_todos(self, session_id: str, agent_id: str):
@@ -86,10 +110,132 @@ def todo(content: str, status: str = "pending", active_form: str | None = None) 
     return item
 
 
+def write_todos(owner: User, session_id: str, agent_id: str, todos: list[dict], **options):
+    """A TodoWrite through the service, validated by the same schema as the API and socket."""
+    from todos.services import todo_list_replace
+
+    options.setdefault("source", "api")
+    items = TodoWriteIn.model_validate({"todos": todos}).todos
+    return todo_list_replace(
+        owner=owner, session_id=session_id, agent_id=agent_id, todos=items, **options
+    )
+
+
+@pytest.fixture
+def session_cookie(client, user) -> str:
+    """The session cookie of a browser where `user` is logged in."""
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+BROWSER_ORIGIN = "http://127.0.0.1:8000"
+
+
+@pytest.fixture
+async def open_socket():
+    """Open websockets on the real ASGI application; each one is disconnected afterwards.
+
+    Returns (communicator, accepted): a refused handshake is (communicator, False).
+    """
+    from channels.testing import WebsocketCommunicator
+
+    from dashboard.asgi import application
+
+    communicators: list[WebsocketCommunicator] = []
+
+    async def open_(path: str, headers: dict[str, str] | None = None):
+        communicator = WebsocketCommunicator(
+            application, path,
+            headers=[(name.lower().encode(), value.encode())
+                     for name, value in (headers or {}).items()],
+        )
+        communicators.append(communicator)
+        accepted, _ = await communicator.connect(timeout=5)
+        return communicator, accepted
+
+    yield open_
+    for communicator in communicators:
+        await communicator.disconnect()
+
+
+# --- reading pages as a user sees them -----------------------------------------------------
+
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+             "source", "track", "wbr"}
+
+
+class Element:
+    def __init__(self, tag: str, attrs: dict[str, str | None]) -> None:
+        self.tag = tag
+        self.attrs = attrs
+        self.children: list[Element | str] = []
+
+    @property
+    def classes(self) -> list[str]:
+        return (self.attrs.get("class") or "").split()
+
+    def text(self) -> str:
+        """The visible text, whitespace collapsed, entities decoded (so `<b>` here was text)."""
+        parts = [c if isinstance(c, str) else c.text() for c in self.children]
+        return re.sub(r"\s+", " ", " ".join(parts)).strip()
+
+    def iter(self) -> Iterator[Element]:
+        for child in self.children:
+            if isinstance(child, Element):
+                yield child
+                yield from child.iter()
+
+    def find_all(self, tag: str | None = None, *, cls: str | None = None, **attrs: str
+                 ) -> list[Element]:
+        return [
+            element for element in self.iter()
+            if (tag is None or element.tag == tag)
+            and (cls is None or cls in element.classes)
+            and all(element.attrs.get(name.replace("_", "-")) == value
+                    for name, value in attrs.items())
+        ]
+
+    def find(self, tag: str | None = None, *, cls: str | None = None, **attrs: str) -> Element:
+        found = self.find_all(tag, cls=cls, **attrs)
+        assert found, f"no <{tag or '*'}> with class={cls} {attrs} in:\n{self.text()[:500]}"
+        return found[0]
+
+
+class _TreeBuilder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Element("#document", {})
+        self.stack = [self.root]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, dict(attrs))
+        self.stack[-1].children.append(element)
+        if tag not in VOID_TAGS:
+            self.stack.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        for depth in range(len(self.stack) - 1, 0, -1):
+            if self.stack[depth].tag == tag:
+                del self.stack[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        self.stack[-1].children.append(data)
+
+
+def parse_html(html: str | bytes) -> Element:
+    builder = _TreeBuilder()
+    builder.feed(html.decode() if isinstance(html, bytes) else html)
+    builder.close()
+    return builder.root
+
+
 # --- real servers and a real browser -------------------------------------------------------
 
 def services_available() -> bool:
-    return bool(os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"))
+    return bool(
+        os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")
+    )
 
 
 @pytest.fixture
@@ -141,7 +287,9 @@ def agentboard_server(server_factory) -> LiveServer:
 @pytest.fixture(scope="session")
 def chromium():
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"Browser tests skipped: {CHROMIUM} is not installed (apt-get install chromium).")
+        pytest.skip(
+            f"Browser tests skipped: {CHROMIUM} is not installed (apt-get install chromium)."
+        )
     playwright_sync = pytest.importorskip(
         "playwright.sync_api", reason="Browser tests skipped: the playwright package is missing."
     )
@@ -159,7 +307,9 @@ def page(chromium):
     context.close()
 
 
-def login(page, server: LiveServer, *, username: str | None = None, password: str | None = None) -> None:
+def login(
+    page, server: LiveServer, *, username: str | None = None, password: str | None = None
+) -> None:
     page.goto(f"{server.url}/accounts/login/")
     page.get_by_label("Username").fill(username or server.username)
     page.get_by_label("Password").fill(password or server.password)

@@ -78,3 +78,77 @@ class TodoRevision(models.Model):
 
     def __str__(self) -> str:
         return f"revision {self.number} of {self.agent}"
+
+
+class AgentTracking(models.Model):
+    """What the enforcer knows of an agent between hooks: step counters and current flags."""
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="tracking")
+    steps_since_write = models.PositiveIntegerField(default=0)
+    steps_since_reminder = models.PositiveIntegerField(default=0)
+    # Set by PreCompact; the next SessionStart(compact) or prompt re-injects the list.
+    compaction_pending = models.BooleanField(default=False)
+    consecutive_continuations = models.PositiveIntegerField(default=0)
+    # The todo revision the last continuation was sent at: never ask twice at the same state.
+    continued_at_revision = models.PositiveIntegerField(null=True, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    # Discipline flags that hold now, as codes (see todos.enforcer.FLAGS).
+    current_flags = models.JSONField(default=list)
+    seen_step_keys = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"tracking of {self.agent}"
+
+
+class Continuation(models.Model):
+    """One Stop that the enforcer considered: a countdown, then continue, cancel or skip."""
+
+    class Status(models.TextChoices):
+        COUNTING = "counting", "counting down"
+        SENT = "sent", "continued"
+        CANCELLED = "cancelled", "cancelled"
+        SKIPPED = "skipped", "let it stop"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="continuations")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    prompt = models.TextField(blank=True)
+    unfinished = models.PositiveIntegerField(default=0)
+    todo_revision = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    deadline = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "status"])]
+
+    def __str__(self) -> str:
+        return f"continuation of {self.agent}: {self.status}"
+
+    @property
+    def seconds_left(self) -> float:
+        if self.deadline is None:
+            return 0.0
+        return max(0.0, (self.deadline - timezone.now()).total_seconds())
+
+
+class EnforcerEvent(models.Model):
+    """What the enforcer did or noticed, for the session history: reminders, flags, outcomes."""
+
+    class Kind(models.TextChoices):
+        REMINDER = "reminder", "reminder"
+        CONTINUATION = "continuation", "continuation"
+        FLAG = "flag", "discipline flag"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="enforcer_events")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    code = models.CharField(max_length=40, blank=True)
+    text = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.agent}: {self.text[:40]}"

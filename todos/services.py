@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -18,17 +17,15 @@ from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode
 from dashboard.services import agent_resolve_for_update, agent_touch
+from todos import enforcer
 from todos.models import Todo, TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
 
 STRICT_MAX_ITEMS = 20
 STRICT_MAX_TEXT = 500
 
-# Discipline flags raised by a list, with the sentence shown on the card.
-FLAG_MESSAGES = {
-    "multiple_in_progress": "More than one task is in progress at once.",
-    "no_in_progress": "Nothing is in progress while tasks are still pending.",
-}
+# Discipline flags, with the sentence shown on the card (defined beside the enforcer).
+FLAG_MESSAGES = enforcer.FLAGS
 
 CHECKBOX = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
 
@@ -60,13 +57,7 @@ def progress_of(items: Iterable[Mapping[str, str]]) -> Progress:
 
 def todo_flags(items: Sequence[Mapping[str, str]]) -> list[str]:
     """Discipline problems of a list that is accepted anyway."""
-    statuses = [item["status"] for item in items]
-    flags = []
-    if statuses.count("in_progress") > 1:
-        flags.append("multiple_in_progress")
-    if "in_progress" not in statuses and "pending" in statuses:
-        flags.append("no_in_progress")
-    return flags
+    return enforcer.list_flags([], items)
 
 
 def render_todos(items: Sequence[Mapping[str, str]]) -> str:
@@ -221,16 +212,15 @@ def todo_list_replace(
             request_hash=request_hash,
             received_at=received_at or timezone.now(),
         )
+        flag_events = enforcer.on_todo_write(agent=agent, old=old_items, new=new_items)
         agent_touch(agent=agent)
-        transaction.on_commit(
-            partial(
-                live.agent_changed,
-                agent_pk=agent.pk,
-                revision_pk=revision.pk,
-                agent_created=resolved.agent_created,
-                session_created=resolved.session_created,
-            ),
-            robust=True,
+        live.after_commit(
+            live.agent_changed,
+            agent_pk=agent.pk,
+            revision_pk=revision.pk,
+            enforcer_event_pks=[event.pk for event in flag_events],
+            agent_created=resolved.agent_created,
+            session_created=resolved.session_created,
         )
     return _result_of(revision)
 

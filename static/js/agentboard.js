@@ -89,10 +89,26 @@
   });
   document.addEventListener("input", function (event) { if (event.target.id === "session-search") applyFilters(); });
 
+  /* Continuation countdowns: "Resuming in Ns…", ticking every second until the server says
+     what happened (the card is then re-rendered without the toast). */
+  function startCountdowns(root) {
+    (root.querySelectorAll ? root.querySelectorAll("[data-countdown-seconds]") : []).forEach(function (toast) {
+      var due = Date.now() + parseFloat(toast.dataset.countdownSeconds) * 1000;
+      var number = toast.querySelector(".countdown-number");
+      function tick() {
+        if (!toast.isConnected) return;
+        number.textContent = String(Math.max(0, Math.ceil((due - Date.now()) / 1000)));
+        if (Date.now() < due) setTimeout(tick, 250);
+      }
+      tick();
+    });
+  }
+
   /* Every piece of new content (page load and each out-of-band swap). */
   document.addEventListener("htmx:load", function (event) {
     applyAll(event.target);
     refreshTimes(event.target);
+    startCountdowns(event.target);
     if (event.target.closest && event.target.closest("#session-list")) applyFilters();
     var waiting = document.getElementById("plans-waiting");
     var title = document.querySelector("title");

@@ -45,3 +45,30 @@ def test_a_card_ticks_along_after_an_api_write_without_reload(agentboard_server,
     assert "Running the tests…" in card.locator(".is-in_progress").inner_text()
     assert "Next: <script>" in card.locator(".next").inner_text()
     screenshot(page, "board-live")
+
+
+def test_the_board_reconnects_after_a_server_restart_and_shows_what_it_missed(
+    agentboard_server, page
+):
+    put_todos(agentboard_server, "sess-restart", "sess-restart", [
+        {"content": "Write the migration", "status": "in_progress", "activeForm": "Writing the migration"},
+    ])
+    login(page, agentboard_server)
+    page.goto(f"{agentboard_server.url}/sessions/sess-restart/")
+    page.wait_for_selector("#connection[data-state=live]")
+
+    agentboard_server.stop()
+    page.wait_for_selector("#connection[data-state=reconnecting]")
+    assert "reconnecting" in page.locator("#connection").inner_text()
+
+    agentboard_server.start()
+    # Written while the page had no socket: it must appear once the page reconnects.
+    put_todos(agentboard_server, "sess-restart", "sess-restart", [
+        {"content": "Write the migration", "status": "completed", "activeForm": "Writing the migration"},
+        {"content": "Deploy", "status": "in_progress", "activeForm": "Deploying"},
+    ])
+    page.wait_for_selector("#connection[data-state=live]", timeout=60_000)
+    page.wait_for_function(
+        "document.querySelector('article.card').innerText.includes('Tasks (1/2)')"
+    )
+    assert "Deploying…" in page.locator("article.card .is-in_progress").inner_text()

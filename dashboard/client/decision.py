@@ -1,0 +1,36 @@
+"""The hook output Claude Code expects for a reviewer's decision, shared by the HTTP hook
+endpoint and the `agentboard hook` command so both answer exactly alike."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+FALLBACK_REJECTION = "The reviewer rejected the plan; revise it and submit it again."
+
+
+def permission_decision(plan: Mapping[str, Any], tool_input: Mapping[str, Any]) -> dict[str, Any]:
+    """PermissionRequest output for a plan state; `{}` (ask in the terminal) when undecided.
+
+    An allow must echo the tool input as received: current Claude Code drops a bare allow.
+    """
+    status = plan.get("status")
+    if status == "approved":
+        decision: dict[str, Any] = {"behavior": "allow", "updatedInput": dict(tool_input)}
+        if plan.get("mode_after") == "acceptEdits":
+            decision["updatedPermissions"] = [
+                {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+            ]
+    elif status == "rejected":
+        message = plan.get("feedback") or plan.get("message") or FALLBACK_REJECTION
+        decision = {"behavior": "deny", "message": message}
+    else:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
+def is_plan_permission_request(payload: Mapping[str, Any]) -> bool:
+    return (
+        payload.get("hook_event_name") == "PermissionRequest"
+        and payload.get("tool_name") == "ExitPlanMode"
+    )

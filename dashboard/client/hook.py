@@ -1,0 +1,202 @@
+"""`agentboard hook`: forward one Claude Code hook input to Agentboard and print its answer.
+
+A plan (PermissionRequest for ExitPlanMode) goes over the agent websocket instead of a held HTTP
+request, so the wait survives a server restart: the client reconnects with backoff and asks for
+the plan again. Whatever goes wrong, the hook exits 0 without output, so Claude Code carries on
+(and asks in its terminal); the reason goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from dashboard.client.decision import is_plan_permission_request, permission_decision
+
+HOOK_PATH = "/hooks/claude-code"
+SOCKET_PATH = "/ws/agent/"
+# Close codes the agent socket uses for refusals that retrying cannot fix.
+CLOSE_UNAUTHENTICATED = 4401
+
+
+class HookFailed(Exception):
+    """The hook cannot do its job; the message is one sentence for stderr."""
+
+
+@dataclass(frozen=True)
+class HookConfig:
+    url: str
+    token: str
+    timeout: float = 10.0
+    plan_wait: float = 540.0
+    max_backoff: float = 5.0
+
+
+def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    """Always 0: a failing dashboard must never stop or block the agent."""
+    try:
+        payload = _read_payload(stdin)
+        if is_plan_permission_request(payload):
+            output = asyncio.run(wait_for_plan_decision(config, payload, stderr))
+        else:
+            output = forward(config, payload)
+    except HookFailed as failure:
+        print(f"agentboard: {failure}", file=stderr)
+        return 0
+    print(json.dumps(output), file=stdout)
+    return 0
+
+
+def _read_payload(stdin: TextIO) -> dict[str, Any]:
+    try:
+        payload = json.loads(stdin.read())
+    except ValueError:
+        raise HookFailed("The hook input on stdin is not valid JSON; nothing was sent.") from None
+    if not isinstance(payload, dict):
+        raise HookFailed("The hook input on stdin is not a JSON object; nothing was sent.")
+    return payload
+
+
+def forward(config: HookConfig, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """POST the input to the hook endpoint, exactly as a native HTTP hook would."""
+    request = urllib.request.Request(
+        config.url + HOOK_PATH,
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {config.token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=config.timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as error:
+        raise HookFailed(_refusal(error)) from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise HookFailed(f"Agentboard at {config.url} is unreachable ({reason}).") from None
+    try:
+        output = json.loads(body or b"{}")
+    except ValueError:
+        raise HookFailed(
+            f"Agentboard at {config.url} answered something that is not JSON."
+        ) from None
+    return output if isinstance(output, dict) else {}
+
+
+def _refusal(error: urllib.error.HTTPError) -> str:
+    try:
+        message = json.loads(error.read())["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = f"HTTP {error.code}."
+    return f"Agentboard refused the hook input: {message}"
+
+
+# --- plans over the agent socket ---------------------------------------------------------------
+
+async def wait_for_plan_decision(
+    config: HookConfig, payload: Mapping[str, Any], stderr: TextIO
+) -> dict[str, Any]:
+    """Submit the plan, wait for the reviewer and answer as the PermissionRequest hook.
+
+    Any dropped connection is retried with backoff until `plan_wait` runs out; on reconnect the
+    client asks for the plan's state first (`watch_plan`), so a decision taken while it was
+    away is not lost. No decision in time gives `{}`: Claude Code asks in its terminal.
+    """
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict) or not isinstance(tool_input.get("plan"), str):
+        raise HookFailed("The ExitPlanMode input has no plan text; nothing was sent.")
+    session_id = payload.get("session_id")
+    submit = {
+        "type": "exit_plan_mode",
+        "id": "submit",
+        "session_id": session_id,
+        "agent_id": payload.get("agent_id") or session_id,
+        "plan": tool_input["plan"],
+        "plan_file_path": tool_input.get("planFilePath"),
+    }
+    socket_url = config.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+    socket_url += SOCKET_PATH
+    headers = {"Authorization": f"Bearer {config.token}"}
+    deadline = time.monotonic() + config.plan_wait
+    plan_id: int | None = None
+    connected_once = False
+    backoff = 0.25
+
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            print("agentboard: no reviewer decided in time; Claude Code will ask in the terminal.",
+                  file=stderr)
+            return {}
+        try:
+            async with connect(
+                socket_url, additional_headers=headers, open_timeout=min(config.timeout, remaining)
+            ) as socket:
+                backoff = 0.25
+                if plan_id is None:
+                    await socket.send(json.dumps(submit))
+                else:
+                    await socket.send(json.dumps({"type": "watch_plan", "id": "watch",
+                                                  "plan_id": plan_id}))
+                    print(f"agentboard: reconnected; watching plan {plan_id} again.", file=stderr)
+                connected_once = True
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    plan = _plan_of(await asyncio.wait_for(socket.recv(), timeout=remaining))
+                    if plan is None or (plan_id is not None and plan.get("id") != plan_id):
+                        continue
+                    if plan_id is None:
+                        plan_id = int(plan["id"])
+                        where = f": {plan['review_url']}" if plan.get("review_url") else "."
+                        print(f"agentboard: plan {plan_id} is waiting for a reviewer{where}",
+                              file=stderr)
+                    if plan.get("status") != "pending":
+                        return permission_decision(plan, tool_input)
+        except ConnectionClosed as closed:
+            if closed.rcvd is not None and closed.rcvd.code == CLOSE_UNAUTHENTICATED:
+                raise HookFailed("Agentboard refused the token in AGENTBOARD_TOKEN.") from None
+        except InvalidStatus as refused:
+            if refused.response.status_code in {401, 403, 404}:
+                raise HookFailed(
+                    f"Agentboard at {config.url} refused the agent socket "
+                    f"(HTTP {refused.response.status_code})."
+                ) from None
+        except (OSError, InvalidHandshake, TimeoutError) as error:
+            if not connected_once:
+                raise HookFailed(f"Agentboard at {config.url} is unreachable ({error}).") from None
+        except PlanRefused as refused:
+            raise HookFailed(f"Agentboard refused the plan: {refused}") from None
+        await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+        backoff = min(backoff * 2, config.max_backoff)
+
+
+class PlanRefused(Exception):
+    pass
+
+
+def _plan_of(text: str | bytes) -> dict[str, Any] | None:
+    """The plan state carried by an ack or a plan_decided frame; raises on an error frame."""
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(frame, dict):
+        return None
+    if frame.get("type") == "error":
+        error = frame.get("error") or {}
+        raise PlanRefused(error.get("message") or "the server answered with an error.")
+    if frame.get("type") == "ack" and isinstance(frame.get("result"), dict):
+        return frame["result"]
+    if frame.get("type") == "plan_decided" and isinstance(frame.get("plan"), dict):
+        return frame["plan"]
+    return None

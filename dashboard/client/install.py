@@ -1,0 +1,170 @@
+"""`agentboard install-hooks`: merge Agentboard's hooks into a Claude Code settings file.
+
+Everything already in the file stays; Agentboard's own entries are recognised by their URL
+(`.../hooks/claude-code`) or command (`agentboard hook`), so installing twice changes nothing,
+installing with another URL replaces them and `--remove` takes out only them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dashboard.client.hook import HOOK_PATH
+
+TOKEN_VARIABLE = "AGENTBOARD_TOKEN"  # noqa: S105 - the variable's name, not a secret
+# Longer than the server's wait for a reviewer (540 s by default), so the server answers first.
+PLAN_HOOK_TIMEOUT = 600
+HOOK_TIMEOUT = 30
+
+# (event, matcher or None for every occurrence, timeout in seconds)
+HOOKED_EVENTS: list[tuple[str, str | None, int]] = [
+    ("SessionStart", None, HOOK_TIMEOUT),
+    ("SessionEnd", None, HOOK_TIMEOUT),
+    ("SubagentStart", None, HOOK_TIMEOUT),
+    ("SubagentStop", None, HOOK_TIMEOUT),
+    ("UserPromptSubmit", None, HOOK_TIMEOUT),
+    ("Stop", None, HOOK_TIMEOUT),
+    ("PreCompact", None, HOOK_TIMEOUT),
+    ("Notification", None, HOOK_TIMEOUT),
+    ("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode", HOOK_TIMEOUT),
+    ("TaskCreated", None, HOOK_TIMEOUT),
+    ("TaskCompleted", None, HOOK_TIMEOUT),
+    ("PermissionRequest", "ExitPlanMode", PLAN_HOOK_TIMEOUT),
+]
+
+OUR_COMMAND = re.compile(r"(^|[\s/])agentboard\s+hook(\s|$)")
+
+
+class SettingsError(Exception):
+    """The settings file cannot be merged safely; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    path: Path
+    changed: bool
+    backup: Path | None
+
+
+def settings_path(*, project: str | None, user: bool) -> Path:
+    if user:
+        return Path.home() / ".claude" / "settings.json"
+    return Path(project or ".").expanduser().resolve() / ".claude" / "settings.json"
+
+
+def our_handler(*, url: str, timeout: int, command: bool) -> dict[str, Any]:
+    if command:
+        return {
+            "type": "command",
+            "command": f"agentboard hook --url {shlex.quote(url)}",
+            "timeout": timeout,
+        }
+    return {
+        "type": "http",
+        "url": url + HOOK_PATH,
+        # Claude Code fills in the token from the environment, so no secret lands in the file.
+        "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
+        "allowedEnvVars": [TOKEN_VARIABLE],
+        "timeout": timeout,
+    }
+
+
+def is_ours(handler: Any) -> bool:
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "http":
+        return str(handler.get("url", "")).rstrip("/").endswith(HOOK_PATH)
+    if handler.get("type") == "command":
+        return bool(OUR_COMMAND.search(str(handler.get("command", ""))))
+    return False
+
+
+def merge_hooks(
+    settings: dict[str, Any], *, url: str | None, command: bool = False, remove: bool = False
+) -> dict[str, Any]:
+    """The settings with Agentboard's hooks replaced (or removed); the input is not changed."""
+    merged = copy.deepcopy(settings)
+    hooks = merged.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise SettingsError("'hooks' in the settings file is not an object; fix it by hand first.")
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            raise SettingsError(
+                f"'hooks.{event}' in the settings file is not a list; fix it by hand first."
+            )
+        kept_groups = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not any(is_ours(h) for h in handlers):
+                kept_groups.append(group)
+                continue
+            others = [h for h in handlers if not is_ours(h)]
+            if others:
+                kept_groups.append({**group, "hooks": others})
+        if kept_groups:
+            hooks[event] = kept_groups
+        elif groups:
+            del hooks[event]
+    if not remove:
+        if not url:
+            raise SettingsError("Give the server's address with --url.")
+        for event, matcher, timeout in HOOKED_EVENTS:
+            group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+            group["hooks"] = [our_handler(url=url, timeout=timeout, command=command)]
+            hooks.setdefault(event, []).append(group)
+    if hooks:
+        merged["hooks"] = hooks
+    else:
+        merged.pop("hooks", None)
+    return merged
+
+
+def install_hooks(
+    path: Path, *, url: str | None, command: bool = False, remove: bool = False
+) -> Outcome:
+    """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
+    if path.exists():
+        try:
+            text = path.read_text(encoding="utf-8")
+            current = json.loads(text) if text.strip() else {}
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise SettingsError(
+                f"{path} cannot be read as JSON ({error}); fix it by hand first."
+            ) from None
+        if not isinstance(current, dict):
+            raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
+    else:
+        text, current = None, {}
+    merged = merge_hooks(current, url=url, command=command, remove=remove)
+    if merged == current:
+        return Outcome(path=path, changed=False, backup=None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    if text is not None:
+        backup = path.with_name(path.name + ".bak")
+        backup.write_text(text, encoding="utf-8")
+    _write_atomically(path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    return Outcome(path=path, changed=True, backup=backup)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Claude Code may read the file at any moment: it sees the old or the new one, never half."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

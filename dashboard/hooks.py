@@ -1,0 +1,471 @@
+"""`POST /hooks/claude-code`: Claude Code's hook input, from native HTTP hooks or `agentboard hook`.
+
+The view is async so that a held PermissionRequest (a plan waiting for a reviewer, up to
+minutes) costs an idle coroutine, not a worker thread: hundreds can wait at once. ORM work runs
+in short `sync_to_async` calls around the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import RequestDataTooBig
+from django.db import connection, transaction
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ValidationError
+
+from dashboard import live
+from dashboard.client.decision import permission_decision
+from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.hook_schemas import (
+    ExitPlanModeToolInput,
+    HookInput,
+    TaskCreateToolInput,
+    TaskCreateToolResponse,
+    TaskEventInput,
+    TaskUpdateToolInput,
+    TodoWriteToolInput,
+    ToolHookInput,
+)
+from dashboard.models import Agent, PermissionMode
+from dashboard.services import (
+    ResolvedAgent,
+    agent_resolve_for_update,
+    agent_touch,
+    token_authenticate,
+)
+from todos.models import TodoRevision
+from todos.schemas import TodoItem
+from todos.services import current_todos, todo_list_replace
+
+logger = logging.getLogger(__name__)
+
+Model = TypeVar("Model", bound=BaseModel)
+Output = dict[str, Any]
+Handler = Callable[[AbstractBaseUser, dict[str, Any]], Awaitable[Output]]
+
+LIFECYCLE_EVENTS = frozenset(
+    {"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop",
+     "PreCompact", "Notification"}
+)
+TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+
+
+# --- the view ------------------------------------------------------------------------------
+
+# Exempt from CSRF because this endpoint never looks at cookies: it authenticates each request
+# by its bearer token, which a forged cross-site request cannot carry.
+@csrf_exempt
+async def claude_code_hook(request: HttpRequest) -> JsonResponse:
+    if request.method != "POST":
+        return _error_response(
+            ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
+        )
+    owner = await sync_to_async(token_authenticate)(_bearer_token(request))
+    if owner is None:
+        return _error_response(
+            ServiceError(
+                "unauthenticated",
+                "A valid agent token is required: send 'Authorization: Bearer <token>' "
+                "(create one with 'python manage.py create_token <username>').",
+                status=401,
+            )
+        )
+    try:
+        payload = _read_payload(request)
+        handler = _handler_for(payload)
+        if handler is None:
+            return JsonResponse({})
+        return JsonResponse(await handler(owner, payload))
+    except ServiceError as error:
+        return _error_response(error)
+
+
+def _bearer_token(request: HttpRequest) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def _error_response(error: ServiceError) -> JsonResponse:
+    return JsonResponse({"error": error.as_dict()}, status=error.status)
+
+
+def _read_payload(request: HttpRequest) -> dict[str, Any]:
+    limit = settings.AGENTBOARD_MAX_BODY_BYTES
+    too_large = ServiceError(
+        "payload_too_large",
+        f"The hook input is larger than the {limit} bytes this server accepts.",
+        status=413,
+    )
+    try:
+        declared = int(request.headers.get("Content-Length") or 0)
+        body = b"" if declared > limit else request.body
+    except (RequestDataTooBig, ValueError):
+        raise too_large from None
+    if declared > limit or len(body) > limit:
+        raise too_large
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise ServiceError(
+            "malformed_json", "The hook input is not valid JSON.", status=400
+        ) from None
+    if not isinstance(payload, dict):
+        raise ServiceError(
+            "malformed_json",
+            "The hook input must be a JSON object with a 'hook_event_name'.",
+            status=400,
+        )
+    return payload
+
+
+def _validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        detail = [
+            {"loc": ["body", *loc, *item["loc"]], "msg": item["msg"]}
+            for item in pydantic_detail(exc.errors())
+        ]
+        raise ServiceError(
+            "validation_error", first_error_sentence(detail), detail=detail
+        ) from None
+
+
+def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
+    """The handler for this event and tool, or None for the many Agentboard ignores."""
+    event = payload.get("hook_event_name")
+    tool = payload.get("tool_name")
+    if event in LIFECYCLE_EVENTS:
+        return _lifecycle
+    if event in {"TaskCreated", "TaskCompleted"}:
+        return _task_event
+    if event == "PostToolUse" and tool in TODO_TOOLS:
+        return _todo_tool_used
+    if event == "PostToolUse" and tool == "ExitPlanMode":
+        return _plan_tool_used
+    if event == "PermissionRequest" and tool == "ExitPlanMode":
+        return _plan_permission_request
+    return None
+
+
+# --- lifecycle and activity ------------------------------------------------------------------
+
+async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    hook = _validate(HookInput, payload)
+    await sync_to_async(_record_event)(owner=owner, hook=hook)
+    return {}
+
+
+def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> None:
+    with transaction.atomic():
+        hook_observe(owner=owner, hook=hook, notify=True)
+
+
+def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> ResolvedAgent:
+    """Apply what any hook tells about its session and agent: existence, mode, lifecycle and
+    activity. Runs inside the caller's transaction; the board hears of it after commit."""
+    assert transaction.get_connection().in_atomic_block
+    resolved = agent_resolve_for_update(
+        owner=owner,
+        session_id=hook.session_id,
+        agent_id=hook.acting_agent_id,
+        agent_type=hook.agent_type or "",
+        cwd=hook.cwd,
+    )
+    agent = resolved.agent
+    session = agent.session
+    now = timezone.now()
+    event = hook.hook_event_name
+    session_fields: list[str] = []
+    changed_agents = [agent]
+    mode = hook.permission_mode
+    if mode in PermissionMode.values and session.permission_mode != mode:
+        session.permission_mode = mode
+        session_fields.append("permission_mode")
+    if event == "SessionEnd":
+        session.ended_at = now
+        session_fields.append("ended_at")
+        others = list(
+            session.agents.exclude(pk=agent.pk).filter(status=Agent.Status.RUNNING)
+        )
+        for other in others:
+            _agent_stop(other, now)
+        changed_agents.extend(others)
+    elif session.ended_at is not None:
+        # Any later event (a resumed session) brings it back to life.
+        session.ended_at = None
+        session_fields.append("ended_at")
+    if event in {"SubagentStop", "SessionEnd"}:
+        _agent_stop(agent, now)
+    elif agent.status == Agent.Status.STOPPED:
+        agent.status = Agent.Status.RUNNING
+        agent.stopped_at = None
+        agent.save(update_fields=["status", "stopped_at"])
+    if session_fields:
+        session.save(update_fields=session_fields)
+    agent_touch(agent=agent)
+    if notify or session_fields or resolved.agent_created or resolved.session_created:
+        for index, changed in enumerate(changed_agents):
+            transaction.on_commit(
+                partial(
+                    live.agent_changed,
+                    agent_pk=changed.pk,
+                    agent_created=resolved.agent_created and index == 0,
+                    session_created=resolved.session_created and index == 0,
+                ),
+                robust=True,
+            )
+    return resolved
+
+
+def _agent_stop(agent: Agent, now: Any) -> None:
+    if agent.status != Agent.Status.STOPPED:
+        agent.status = Agent.Status.STOPPED
+        agent.stopped_at = now
+        agent.save(update_fields=["status", "stopped_at"])
+
+
+# --- todo lists: TodoWrite and the Task tools ------------------------------------------------
+
+TodoChange = Callable[[list[dict[str, str]]], list[dict[str, str]]]
+
+
+async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    hook = _validate(ToolHookInput, payload)
+    if hook.tool_name == "TodoWrite":
+        todos = _validate(TodoWriteToolInput, hook.tool_input, loc=("tool_input",)).todos
+        change: TodoChange = lambda current: [item.as_wire() for item in todos]  # noqa: E731
+    elif hook.tool_name == "TaskCreate":
+        change = _task_create(hook)
+    else:
+        change = _task_update(_validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
+    await sync_to_async(_todos_change)(
+        owner=owner,
+        hook=hook,
+        change=change,
+        idempotency_key=hook.tool_use_id,
+        # Rewriting a list unchanged is still a TodoWrite worth a revision; a Task tool call
+        # that changes nothing (an unknown task id) is not.
+        record_unchanged=hook.tool_name == "TodoWrite",
+    )
+    return {}
+
+
+def _task_create(hook: ToolHookInput) -> TodoChange:
+    task = _validate(TaskCreateToolInput, hook.tool_input, loc=("tool_input",))
+    task_id = _validate(TaskCreateToolResponse, hook.tool_response, loc=("tool_response",)).task.id
+    item = {"content": task.subject, "status": "pending", "id": str(task_id)}
+    if task.activeForm:
+        item["activeForm"] = task.activeForm
+
+    def add(current: list[dict[str, str]]) -> list[dict[str, str]]:
+        if any(existing.get("id") == item["id"] for existing in current):
+            return current
+        return [*current, item]
+
+    return add
+
+
+def _task_update(update: TaskUpdateToolInput) -> TodoChange:
+    task_id = str(update.taskId)
+
+    def apply(current: list[dict[str, str]]) -> list[dict[str, str]]:
+        if update.status == "deleted":
+            return [item for item in current if item.get("id") != task_id]
+        result = []
+        for item in current:
+            if item.get("id") == task_id:
+                item = dict(item)
+                if update.status:
+                    item["status"] = update.status
+                if update.subject:
+                    item["content"] = update.subject
+                if update.activeForm:
+                    item["activeForm"] = update.activeForm
+            result.append(item)
+        return result
+
+    return apply
+
+
+async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """TaskCreated / TaskCompleted keep the checklist in sync when the tool's own
+    PostToolUse was missed; both are no-ops when the list already says so."""
+    hook = _validate(TaskEventInput, payload)
+    task_id = str(hook.task_id)
+
+    def apply(current: list[dict[str, str]]) -> list[dict[str, str]]:
+        known = any(item.get("id") == task_id for item in current)
+        if hook.hook_event_name == "TaskCreated":
+            if known or not hook.task_subject:
+                return current
+            return [*current, {"content": hook.task_subject, "status": "pending", "id": task_id}]
+        return [
+            {**item, "status": "completed"} if item.get("id") == task_id else item
+            for item in current
+        ]
+
+    await sync_to_async(_todos_change)(
+        owner=owner, hook=hook, change=apply, idempotency_key=None, record_unchanged=False
+    )
+    return {}
+
+
+def _todos_change(
+    *,
+    owner: AbstractBaseUser,
+    hook: HookInput,
+    change: TodoChange,
+    idempotency_key: str | None,
+    record_unchanged: bool,
+) -> None:
+    """Read the agent's list, apply `change` and store the result as a hook revision, all under
+    the agent's row lock so concurrent Task tool hooks cannot lose each other's items."""
+    with transaction.atomic():
+        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        # A hook delivered twice (retries, or both the HTTP and the command hook installed)
+        # must not apply its change again on top of later ones.
+        if idempotency_key and agent.revisions.filter(idempotency_key=idempotency_key).exists():
+            return
+        current = current_todos(agent)
+        new = change(current)
+        if new == current and not record_unchanged:
+            return
+        todo_list_replace(
+            owner=owner,
+            session_id=hook.session_id,
+            agent_id=hook.acting_agent_id,
+            todos=[TodoItem.model_validate(item) for item in new],
+            source=TodoRevision.Source.HOOK,
+            idempotency_key=idempotency_key,
+            agent_type=hook.agent_type or "",
+            cwd=hook.cwd,
+            # Claude Code already ran the tool, so the list changed whatever the mode says.
+            enforce_plan_mode=False,
+        )
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Submit the plan, hold the request until a reviewer decides, answer with the decision.
+
+    No decision within AGENTBOARD_PLAN_HOOK_WAIT_SECONDS answers `{}` (Claude Code then asks in
+    its terminal) and the plan shows as expired.
+    """
+    hook = _validate(ToolHookInput, payload)
+    plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
+    state = await sync_to_async(_plan_submit)(owner=owner, hook=hook, plan_input=plan_input)
+    if state["status"] == "pending":
+        state = await _hold_until_decided(state["id"])
+    return permission_decision(state, payload["tool_input"])
+
+
+def _plan_submit(
+    *, owner: AbstractBaseUser, hook: ToolHookInput, plan_input: ExitPlanModeToolInput
+) -> dict[str, Any]:
+    from planmode.models import Plan, PlanStatus
+    from planmode.services import plan_state, plan_submit
+
+    with transaction.atomic():
+        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        # PermissionRequest input has no tool_use_id: the same plan still waiting for this agent
+        # is the same request delivered twice (both hook kinds installed), so it joins that wait.
+        waiting = (
+            agent.plans.filter(
+                status=PlanStatus.PENDING,
+                markdown=plan_input.plan,
+                plan_file_path=plan_input.planFilePath or "",
+            )
+            .order_by("-pk")
+            .first()
+        )
+        plan = waiting or plan_submit(
+            owner=owner,
+            session_id=hook.session_id,
+            agent_id=hook.acting_agent_id,
+            plan=plan_input.plan,
+            plan_file_path=plan_input.planFilePath,
+            source=Plan.Source.HOOK,
+            idempotency_key=hook.tool_use_id,
+            agent_type=hook.agent_type or "",
+        )
+        return plan_state(plan)
+
+
+async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
+    from planmode.services import plan_expire
+    from planmode.waiting import wait_for_decision
+
+    await sync_to_async(_release_db_connection)()
+    try:
+        plan = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
+    except asyncio.CancelledError:
+        # Claude Code gave up on the request (the user answered in the terminal, the agent was
+        # interrupted): nobody is waiting for this plan any more.
+        try:
+            await sync_to_async(plan_expire)(plan_id=plan_id)
+        except Exception:
+            logger.exception("could not expire plan %s after its hook went away", plan_id)
+        raise
+    if plan is None:
+        plan = await sync_to_async(plan_expire)(plan_id=plan_id)
+    return await sync_to_async(_plan_state)(plan.pk)
+
+
+def _plan_state(plan_id: int) -> dict[str, Any]:
+    from planmode.models import Plan
+    from planmode.services import plan_state
+
+    return plan_state(Plan.objects.select_related("session", "agent", "decided_by").get(pk=plan_id))
+
+
+def _release_db_connection() -> None:
+    # A held request waits for minutes: give its database connection back meanwhile, so that
+    # hundreds of waiting agents cannot exhaust the database's connection limit.
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """After an approved ExitPlanMode: the reviewer's notes reach the model as context (a
+    PermissionRequest allow cannot carry them)."""
+    hook = _validate(ToolHookInput, payload)
+    notes = await sync_to_async(_approval_notes)(owner=owner, hook=hook)
+    if not notes:
+        return {}
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext": (
+                f"The reviewer who approved this plan on Agentboard added these notes; "
+                f"follow them while you carry out the plan:\n{notes}"
+            ),
+        }
+    }
+
+
+def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> str:
+    from planmode.models import PlanStatus
+
+    with transaction.atomic():
+        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        approved = agent.plans.filter(status=PlanStatus.APPROVED)
+        plan_text = hook.tool_input.get("plan")
+        if isinstance(plan_text, str) and plan_text.strip():
+            approved = approved.filter(markdown=plan_text)
+        plan = approved.order_by("-pk").first()
+        return plan.notes if plan else ""

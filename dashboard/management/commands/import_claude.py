@@ -1,0 +1,448 @@
+"""`python manage.py import_claude [PATH] [--watch]`: backfill the board from Claude Code's files.
+
+Reads transcripts (`projects/*/*.jsonl`, subagents in `projects/*/<session>/subagents/`) and
+legacy todo files (`todos/<session>-agent-<agent>.json`). The transcript format is internal to
+Claude Code and changes between versions, so every line is parsed on its own and anything
+unreadable or unknown is skipped and counted, never fatal. Tool-use ids are the idempotency keys,
+so a second run (or a write the hooks already reported) imports nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import close_old_connections
+from django.db.models import Max
+from pydantic import ValidationError
+
+from dashboard.errors import ServiceError
+from dashboard.hook_schemas import ExitPlanModeToolInput, TodoWriteToolInput
+from dashboard.models import Agent, Session
+from todos.models import TodoRevision
+from todos.schemas import TodoItem
+from todos.services import current_todos, todo_list_replace
+
+KNOWN_RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot"})
+LEGACY_TODO_FILE = re.compile(r"^(?P<session>.+?)-agent-(?P<agent>.+)\.json$")
+SUBAGENT_FILE = re.compile(r"^agent-(?P<agent>.+)\.jsonl$")
+REJECTION_FEEDBACK = re.compile(r"the user said:\s*(?P<feedback>.+)", re.IGNORECASE | re.DOTALL)
+REJECTED_IN_TERMINAL = "Rejected in the Claude Code terminal (imported from the transcript)."
+
+# What the summary says about each count, in a stable order.
+COUNT_LABELS = {
+    "todo_writes": "todo write(s) imported",
+    "plans": "plan(s) imported",
+    "already": "already on the board",
+    "stale": "older than the list the board already has",
+    "unreadable": "unreadable lines or files",
+    "unknown": "records of an unknown type",
+    "invalid": "tool calls with input this importer cannot use",
+    "refused": "refused by the server's rules",
+}
+
+
+@dataclass
+class PendingPlan:
+    """An ExitPlanMode call whose answer (the tool result) has not been read yet."""
+
+    session_id: str
+    agent_id: str
+    plan: ExitPlanModeToolInput
+    cwd: str
+
+
+@dataclass
+class FileCursor:
+    offset: int = 0
+    agent_id: str | None = None
+
+
+@dataclass
+class SessionTimes:
+    """When a session's records were written, to put the board's timestamps back afterwards."""
+
+    first: datetime | None = None
+    last: datetime | None = None
+
+    def see(self, moment: datetime | None) -> None:
+        if moment is None:
+            return
+        self.first = min(self.first or moment, moment)
+        self.last = max(self.last or moment, moment)
+
+
+@dataclass
+class ClaudeImporter:
+    root: Path
+    owner: AbstractBaseUser
+    counts: Counter[str] = field(default_factory=Counter)
+    refusals: list[str] = field(default_factory=list)
+    cursors: dict[Path, FileCursor] = field(default_factory=dict)
+    legacy_seen: dict[Path, tuple[float, int]] = field(default_factory=dict)
+    pending_plans: dict[str, PendingPlan] = field(default_factory=dict)
+    # Each written session's last_seen_at before this run wrote to it (None: it is new).
+    seen_before: dict[str, datetime | None] = field(default_factory=dict)
+
+    def scan(self, *, final: bool) -> Counter[str]:
+        """Read what is new since the last scan; `final` also takes a last line that has no
+        newline yet (a watcher leaves it for the next scan, as it may be half-written)."""
+        before = self.counts.copy()
+        projects = self.root / "projects"
+        transcripts = sorted(projects.glob("*/*.jsonl"))
+        subagents = sorted(projects.glob("*/*/subagents/agent-*.jsonl"))
+        for path in [*transcripts, *subagents]:
+            self._read_transcript(path, final=final)
+        for path in sorted((self.root / "todos").glob("*.json")):
+            self._read_legacy_todos(path)
+        return self.counts - before
+
+    # --- transcripts ---------------------------------------------------------------------------
+
+    def _read_transcript(self, path: Path, *, final: bool) -> None:
+        cursor = self.cursors.setdefault(path, FileCursor(agent_id=_subagent_id(path)))
+        try:
+            size = path.stat().st_size
+            if size < cursor.offset:
+                cursor.offset = 0  # rewritten from scratch; idempotency keys prevent doubles
+            if size == cursor.offset:
+                return
+            with path.open("rb") as file:
+                file.seek(cursor.offset)
+                data = file.read()
+        except OSError as error:
+            self._refuse("unreadable", f"{path}: {error.strerror or error}")
+            return
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if tail and final:
+            lines.append(tail)
+            tail = b""
+        cursor.offset += len(data) - len(tail)
+        times: dict[str, SessionTimes] = {}
+        for line in lines:
+            if line.strip():
+                self._read_record(line, cursor, times)
+        for session_id, seen in times.items():
+            self._restore_session_times(session_id, seen)
+
+    def _read_record(self, line: bytes, cursor: FileCursor, times: dict[str, SessionTimes]) -> None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            self.counts["unreadable"] += 1
+            return
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            self.counts["unreadable"] += 1
+            return
+        if record["type"] not in KNOWN_RECORD_TYPES:
+            self.counts["unknown"] += 1
+            return
+        session_id = record.get("sessionId")
+        if not isinstance(session_id, str):
+            return
+        moment = _parse_time(record.get("timestamp"))
+        times.setdefault(session_id, SessionTimes()).see(moment)
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return
+        agent_id = record.get("agentId") or cursor.agent_id or session_id
+        cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else ""
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
+                self._todo_write(block, session_id=session_id, agent_id=agent_id, cwd=cwd,
+                                 moment=moment)
+            elif block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode":
+                self._plan_seen(block, session_id=session_id, agent_id=agent_id, cwd=cwd)
+            elif (block.get("type") == "tool_result"
+                  and block.get("tool_use_id") in self.pending_plans):
+                self._plan_answered(block)
+
+    def _todo_write(
+        self, block: dict, *, session_id: str, agent_id: str, cwd: str, moment: datetime | None
+    ) -> None:
+        key = block.get("id")
+        try:
+            todos = TodoWriteToolInput.model_validate(block.get("input")).todos
+        except ValidationError:
+            self.counts["invalid"] += 1
+            return
+        if not isinstance(key, str) or not key:
+            self.counts["invalid"] += 1
+            return
+        self._replace(session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd=cwd,
+                      moment=moment)
+
+    def _replace(self, *, session_id: str, agent_id: str, todos: list[TodoItem], key: str,
+                 cwd: str, moment: datetime | None) -> None:
+        agent = Agent.objects.filter(session__session_id=session_id, agent_id=agent_id).first()
+        if agent is not None:
+            if agent.revisions.filter(idempotency_key=key).exists():
+                self.counts["already"] += 1
+                return
+            latest = agent.revisions.aggregate(latest=Max("received_at"))["latest"]
+            # An older write would turn the board's newer list back into a past one.
+            if latest and moment and moment < latest:
+                self.counts["stale"] += 1
+                return
+        self._before_writing(session_id)
+        try:
+            todo_list_replace(
+                owner=self.owner,
+                session_id=session_id,
+                agent_id=agent_id,
+                todos=todos,
+                source=TodoRevision.Source.IMPORT,
+                idempotency_key=key,
+                cwd=cwd,
+                received_at=moment,
+                enforce_plan_mode=False,
+            )
+        except ServiceError as error:
+            self._refuse("refused", f"{session_id}/{agent_id}: {error.message}")
+            return
+        self.counts["todo_writes"] += 1
+
+    # --- plans ---------------------------------------------------------------------------------
+
+    def _plan_seen(self, block: dict, *, session_id: str, agent_id: str, cwd: str) -> None:
+        try:
+            plan = ExitPlanModeToolInput.model_validate(block.get("input"))
+        except ValidationError:
+            self.counts["invalid"] += 1
+            return
+        if isinstance(block.get("id"), str) and block["id"]:
+            # Imported once its answer is read: a plan still waiting in a terminal is not a
+            # plan a reviewer on the board could decide.
+            self.pending_plans[block["id"]] = PendingPlan(session_id, agent_id, plan, cwd)
+
+    def _plan_answered(self, block: dict) -> None:
+        from planmode.models import Plan
+        from planmode.services import plan_decide, plan_submit
+
+        key = block["tool_use_id"]
+        pending = self.pending_plans.pop(key)
+        exists = Plan.objects.filter(
+            session__session_id=pending.session_id, agent__agent_id=pending.agent_id
+        )
+        # Plans the hooks reported carry no tool-use id: the same text means the same plan.
+        if exists.filter(idempotency_key=key).exists() or exists.filter(
+            markdown=pending.plan.plan, idempotency_key__isnull=True
+        ).exists():
+            self.counts["already"] += 1
+            return
+        rejected = bool(block.get("is_error"))
+        self._before_writing(pending.session_id)
+        try:
+            plan = plan_submit(
+                owner=self.owner,
+                session_id=pending.session_id,
+                agent_id=pending.agent_id,
+                plan=pending.plan.plan,
+                plan_file_path=pending.plan.planFilePath,
+                source=Plan.Source.IMPORT,
+                idempotency_key=key,
+            )
+            plan_decide(
+                plan_id=plan.pk,
+                reviewer=self.owner,
+                approve=not rejected,
+                feedback=_rejection_feedback(block.get("content")) if rejected else "",
+            )
+        except ServiceError as error:
+            self._refuse("refused", f"{pending.session_id}/{pending.agent_id}: {error.message}")
+            return
+        self.counts["plans"] += 1
+
+    # --- legacy todo files ---------------------------------------------------------------------
+
+    def _read_legacy_todos(self, path: Path) -> None:
+        match = LEGACY_TODO_FILE.match(path.name)
+        if match is None:
+            self.counts["unknown"] += 1
+            return
+        try:
+            stat = path.stat()
+            if self.legacy_seen.get(path) == (stat.st_mtime, stat.st_size):
+                return
+            self.legacy_seen[path] = (stat.st_mtime, stat.st_size)
+            raw = path.read_bytes()
+            todos = TodoWriteToolInput.model_validate({"todos": json.loads(raw)}).todos
+        except (OSError, ValueError, ValidationError):
+            # ValidationError is a ValueError too: an invalid file counts as unreadable, as in
+            # Claude Code, where such a file is an empty list.
+            self.counts["unreadable"] += 1
+            return
+        if not todos:
+            return
+        session_id, agent_id = match["session"], match["agent"]
+        agent = Agent.objects.filter(session__session_id=session_id, agent_id=agent_id).first()
+        if agent is not None and current_todos(agent) == [item.as_wire() for item in todos]:
+            self.counts["already"] += 1
+            return
+        times = SessionTimes()
+        moment = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
+        times.see(moment)
+        key = "todo-file:" + hashlib.sha256(raw).hexdigest()
+        self._replace(session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd="",
+                      moment=moment)
+        self._restore_session_times(session_id, times)
+
+    def _before_writing(self, session_id: str) -> None:
+        if session_id not in self.seen_before:
+            self.seen_before[session_id] = (
+                Session.objects.filter(session_id=session_id)
+                .values_list("last_seen_at", flat=True)
+                .first()
+            )
+
+    def _restore_session_times(self, session_id: str, seen: SessionTimes) -> None:
+        """Writing touches a session as if it were active now; give it back the time its
+        records were written (or the later time it had already been seen at)."""
+        if session_id not in self.seen_before or seen.last is None:
+            return
+        session = Session.objects.filter(session_id=session_id).first()
+        if session is None:
+            return
+        last_seen = max(filter(None, [seen.last, self.seen_before[session_id]]))
+        if self.seen_before[session_id] is None:
+            self.seen_before[session_id] = last_seen
+        started = min(filter(None, [seen.first, session.started_at]))
+        Session.objects.filter(pk=session.pk).update(last_seen_at=last_seen, started_at=started)
+        session.agents.filter(last_seen_at__gt=last_seen).update(last_seen_at=last_seen)
+        session.agents.filter(started_at__gt=last_seen).update(started_at=seen.first)
+
+    def _refuse(self, count: str, reason: str) -> None:
+        self.counts[count] += 1
+        self.refusals.append(reason)
+
+
+def _subagent_id(path: Path) -> str | None:
+    match = SUBAGENT_FILE.match(path.name)
+    return match["agent"] if match and path.parent.name == "subagents" else None
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _rejection_feedback(content: Any) -> str:
+    if isinstance(content, list):
+        content = "\n".join(
+            part.get("text", "") for part in content if isinstance(part, dict)
+        )
+    if not isinstance(content, str) or not content.strip():
+        return REJECTED_IN_TERMINAL
+    match = REJECTION_FEEDBACK.search(content)
+    return (match["feedback"] if match else content).strip() or REJECTED_IN_TERMINAL
+
+
+class Command(BaseCommand):
+    help = (
+        "Backfill the board from Claude Code's own files: transcripts (todo writes and plans) "
+        "and legacy todo files. Safe to run again: nothing is imported twice."
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Set to end --watch (from a signal handler, or by whoever runs the command in a thread).
+        self.stop = threading.Event()
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", nargs="?", default="~/.claude",
+                            help="Claude Code's data folder (default: ~/.claude).")
+        parser.add_argument("--user", dest="username",
+                            help="Who owns the imported sessions (default: the first superuser).")
+        parser.add_argument("--watch", action="store_true",
+                            help="Keep running and import lines as they are appended.")
+        parser.add_argument("--interval", type=float, default=1.0,
+                            help="Seconds between looks at the files with --watch (default 1).")
+        parser.add_argument("--watch-seconds", type=float, default=None,
+                            help="Stop watching after this many seconds (default: until Ctrl+C).")
+
+    def handle(self, *args: Any, path: str, username: str | None, watch: bool, interval: float,
+               watch_seconds: float | None, **options: Any) -> None:
+        root = Path(path).expanduser()
+        if not root.is_dir():
+            raise CommandError(
+                f"{root} is not a folder; give Claude Code's data folder, such as ~/.claude."
+            )
+        importer = ClaudeImporter(root=root, owner=self._owner(username))
+        self._report(importer, importer.scan(final=not watch), first=True)
+        if not watch:
+            self._report_refusals(importer)
+            return
+        self._stop_on_sigterm()
+        deadline = time.monotonic() + watch_seconds if watch_seconds is not None else None
+        self.stdout.write(f"Watching {root} for new lines (Ctrl+C stops).")
+        try:
+            while not self.stop.wait(interval):
+                close_old_connections()
+                self._report(importer, importer.scan(final=False), first=False)
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+        except KeyboardInterrupt:
+            pass
+        self.stdout.write("Stopped watching.")
+        self._report_refusals(importer)
+
+    def _owner(self, username: str | None) -> AbstractBaseUser:
+        users = get_user_model()
+        if username:
+            owner = users.objects.filter(**{users.USERNAME_FIELD: username}).first()
+            if owner is None:
+                raise CommandError(
+                    f"There is no user {username!r}; check the name given to --user."
+                )
+            return owner
+        owner = users.objects.filter(is_superuser=True, is_active=True).order_by("pk").first()
+        if owner is None:
+            raise CommandError(
+                "No superuser exists to own the imported sessions; create one with "
+                "'python manage.py createsuperuser' or name an owner with --user USERNAME."
+            )
+        return owner
+
+    def _stop_on_sigterm(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
+
+    def _report(self, importer: ClaudeImporter, counts: Counter[str], *, first: bool) -> None:
+        if not first and not counts:
+            return
+        parts = [f"{counts[name]} {label}" for name, label in COUNT_LABELS.items() if counts[name]]
+        summary = "; ".join(parts) if parts else "nothing new"
+        prefix = f"Imported from {importer.root}" if first else "New lines"
+        self.stdout.write(f"{prefix}: {summary}.")
+
+    def _report_refusals(self, importer: ClaudeImporter) -> None:
+        for reason in importer.refusals[:10]:
+            self.stderr.write(f"  skipped {reason}")
+        if len(importer.refusals) > 10:
+            self.stderr.write(f"  … and {len(importer.refusals) - 10} more.")
+        if importer.pending_plans:
+            self.stdout.write(
+                f"{len(importer.pending_plans)} plan(s) still waiting for an answer in the "
+                "terminal were left out; run again (or use --watch) once they are answered."
+            )

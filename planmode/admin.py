@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from planmode.models import Decision, Plan
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Plans and decisions are records: they change only through review, never by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Plan)
+class PlanAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "session", "agent", "revision", "status", "submitted_at", "decided_by")
+    list_filter = ("status", "source")
+    search_fields = ("session__session_id", "agent__agent_id", "markdown")
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ("plan", "outcome", "mode_after", "decided_by_name", "decided_at")
+    list_filter = ("outcome",)

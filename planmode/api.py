@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.urls import reverse
+from ninja import Router
+from ninja.responses import Status
+
+from planmode import selectors, services
+from planmode.models import Plan
+from planmode.schemas import PlanStateOut, PlanSubmitIn, PlanSubmitOut
+from todos.api import ERRORS, idempotency_key
+from todos.schemas import ErrorOut
+
+router = Router(tags=["plans"])
+
+PLAN_ERRORS = {**ERRORS, 404: ErrorOut}
+
+
+@router.post(
+    "/sessions/{session_id}/agents/{agent_id}/plans",
+    response={201: PlanSubmitOut, **PLAN_ERRORS},
+    summary="ExitPlanMode: submit a plan for review",
+)
+def plan_submit(
+    request: HttpRequest, session_id: str, agent_id: str, payload: PlanSubmitIn
+) -> Status:
+    """Puts the session in plan mode until a reviewer decides. Each submission of an agent is
+    its next revision; an older revision still waiting is withdrawn. Wait for the decision on
+    the agent socket (`watch_plan`) or poll `GET /plans/{id}`."""
+    plan = services.plan_submit(
+        owner=request.auth,
+        session_id=session_id,
+        agent_id=agent_id,
+        plan=payload.plan,
+        plan_file_path=payload.plan_file_path,
+        source=Plan.Source.API,
+        idempotency_key=idempotency_key(request),
+    )
+    review_url = request.build_absolute_uri(reverse("plan-review", args=[plan.pk]))
+    body = {
+        "id": plan.pk,
+        "revision": plan.revision,
+        "status": plan.status,
+        "review_url": review_url,
+    }
+    return Status(201, body)
+
+
+@router.get(
+    "/plans/{plan_id}",
+    response={200: PlanStateOut, **PLAN_ERRORS},
+    summary="A plan's state and the message for the model",
+)
+def plan_get(request: HttpRequest, plan_id: int) -> dict:
+    """`message` is the text to hand the model as the ExitPlanMode tool result."""
+    return services.plan_state(selectors.plan_for_owner(plan_id=plan_id, owner=request.auth))

@@ -1,0 +1,74 @@
+"""The named pieces of plan markup that pages include and sockets push (htmx out-of-band).
+
+Fragments pushed to many browsers never contain a form: a CSRF token belongs to one browser,
+so only the page itself renders the decision form.
+"""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from planmode import selectors
+from planmode.models import Plan
+
+
+def queue_context(*, flash_pks: list[int] | None = None) -> dict:
+    return {
+        "pending": selectors.pending_plans(),
+        "decided": selectors.recently_decided(),
+        "flash_pks": flash_pks or [],
+    }
+
+
+def render_queue(*, flash_pks: list[int] | None = None, oob: bool = False) -> str:
+    return render_to_string(
+        "planmode/_queue.html", {**queue_context(flash_pks=flash_pks), "oob": oob}
+    )
+
+
+def session_plans_context(session_pk: int, *, flash_pks: list[int] | None = None) -> dict:
+    return {"session_plans": selectors.session_plans(session_pk), "flash_pks": flash_pks or []}
+
+
+def render_session_plans(
+    session_pk: int, *, flash_pks: list[int] | None = None, oob: bool = False
+) -> str:
+    context = session_plans_context(session_pk, flash_pks=flash_pks)
+    return render_to_string("planmode/_session_plans.html", {**context, "oob": oob})
+
+
+def thread_plan_pks(plan: Plan) -> list[int]:
+    return [revision.pk for revision in selectors.plan_thread(plan)]
+
+
+def render_thread(plan: Plan, *, oob: bool = False) -> str:
+    return render_to_string(
+        "planmode/_thread.html", {"thread": selectors.plan_thread(plan), "oob": oob}
+    )
+
+
+def decision_panel_context(plan: Plan) -> dict:
+    pending = selectors.pending_plans()
+    return {
+        "plan": plan,
+        "next_pending": next((other for other in pending if other.pk != plan.pk), None),
+    }
+
+
+def render_decision_panel(plan: Plan) -> str:
+    """The recorded decision, for every browser on the page; never the form."""
+    assert not plan.is_pending
+    return render_to_string(
+        "planmode/_decision_panel.html", {**decision_panel_context(plan), "oob": True}
+    )
+
+
+def review_snapshot(plan_pk: int) -> str:
+    """What a review page's socket sends on (re)connect: the state it may have missed."""
+    parts = [render_queue(oob=True)]
+    plan = selectors.plan_for_review(plan_pk)
+    if plan is not None:
+        parts.append(render_thread(plan, oob=True))
+        if not plan.is_pending:
+            parts.append(render_decision_panel(plan))
+    return "".join(parts)

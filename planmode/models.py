@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from dashboard.models import Agent, Session
+
+TITLE_LENGTH = 90
+
+
+class PlanStatus(models.TextChoices):
+    PENDING = "pending", "waiting"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+    WITHDRAWN = "withdrawn", "withdrawn"
+    EXPIRED = "expired", "expired"
+
+
+class ModeAfter(models.TextChoices):
+    """The permission mode a session switches to when its plan is approved."""
+
+    DEFAULT = "default", "default"
+    ACCEPT_EDITS = "acceptEdits", "acceptEdits"
+
+
+class Plan(models.Model):
+    """One submission of a plan (ExitPlanMode). Revisions count per agent: a resubmission after
+    a rejection is the next revision of the same plan thread."""
+
+    class Source(models.TextChoices):
+        API = "api", "HTTP API"
+        SOCKET = "socket", "agent socket"
+        HOOK = "hook", "Claude Code hook"
+        IMPORT = "import", "transcript import"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="plans")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="plans")
+    revision = models.PositiveIntegerField()
+    markdown = models.TextField()
+    plan_file_path = models.CharField(max_length=1000, blank=True)
+    status = models.CharField(
+        max_length=10, choices=PlanStatus.choices, default=PlanStatus.PENDING, db_index=True
+    )
+    # None until approved, as agents read it (`"mode_after": null`).
+    mode_after = models.CharField(  # noqa: DJ001
+        max_length=20, choices=ModeAfter.choices, null=True, blank=True
+    )
+    # The reviewer's reason for a rejection, sent back to the agent.
+    feedback = models.TextField(blank=True)
+    # Optional words from the reviewer on an approval.
+    notes = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    # None when absent, so the unique constraint only covers keys that were sent.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    request_hash = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["submitted_at", "pk"]
+        permissions = [("review_plan", "Can approve or reject plans")]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "revision"], name="unique_plan_revision"),
+            models.UniqueConstraint(
+                fields=["agent", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="unique_plan_idempotency_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"plan rev {self.revision} of {self.agent} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == PlanStatus.PENDING
+
+    @property
+    def title(self) -> str:
+        """The first heading, or else the first line, for lists."""
+        lines = [line.strip() for line in self.markdown.splitlines() if line.strip()]
+        heading = next((line for line in lines if line.startswith("#")), None)
+        text = re.sub(r"^#+\s*", "", heading or (lines[0] if lines else "")).strip()
+        text = text or "Untitled plan"
+        return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
+
+
+class Decision(models.Model):
+    """How a plan revision ended: who, when, what they said. Written once, never edited."""
+
+    plan = models.OneToOneField(Plan, on_delete=models.CASCADE, related_name="decision")
+    outcome = models.CharField(max_length=10, choices=PlanStatus.choices)
+    mode_after = models.CharField(  # noqa: DJ001
+        max_length=20, choices=ModeAfter.choices, null=True, blank=True
+    )
+    feedback = models.TextField(blank=True)
+    notes = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="plan_decisions",
+    )
+    # Kept as text too, so the history still says who decided after an account is deleted.
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-decided_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} {self.plan}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A decision is a record: it is written once and never changed.")
+        super().save(*args, **kwargs)

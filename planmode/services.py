@@ -1,0 +1,322 @@
+"""Plan review: submit a plan, decide on it exactly once, expire it, and the mode machine.
+
+Every change commits first; the events for waiting agents and for browsers leave after commit
+(`transaction.on_commit`) through the channel layer, so a waiter in any process wakes up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard import live
+from dashboard.errors import ServiceError
+from dashboard.models import PermissionMode, Session
+from dashboard.services import agent_resolve_for_update, agent_touch
+from planmode.models import Decision, ModeAfter, Plan, PlanStatus
+
+# Shift+Tab in Claude Code; bypassPermissions only takes its turn when it is available.
+MODE_CYCLE = (
+    PermissionMode.DEFAULT,
+    PermissionMode.ACCEPT_EDITS,
+    PermissionMode.PLAN,
+    PermissionMode.BYPASS_PERMISSIONS,
+)
+
+
+def permission_mode_next(mode: str, *, bypass_available: bool = False) -> str:
+    """The mode after one Shift+Tab: default → acceptEdits → plan → bypassPermissions (when
+    available, else default) → default. Modes outside the cycle go back to default."""
+    if mode not in MODE_CYCLE:
+        return PermissionMode.DEFAULT
+    following = MODE_CYCLE[(MODE_CYCLE.index(mode) + 1) % len(MODE_CYCLE)]
+    if following == PermissionMode.BYPASS_PERMISSIONS and not bypass_available:
+        return PermissionMode.DEFAULT
+    return following
+
+
+def _check_plan_text(plan: str) -> None:
+    if not plan.strip():
+        raise ServiceError(
+            "empty_plan",
+            "The plan is empty; send the plan as markdown text in 'plan'.",
+            detail=[{"loc": ["body", "plan"], "msg": "must not be empty"}],
+        )
+    limit = settings.AGENTBOARD_MAX_PLAN_CHARS
+    if len(plan) > limit:
+        raise ServiceError(
+            "plan_too_large",
+            f"The plan has {len(plan)} characters but at most {limit} are accepted; "
+            "shorten it or keep the details in the plan file.",
+            status=413,
+            detail=[{"loc": ["body", "plan"], "msg": f"at most {limit} characters"}],
+        )
+
+
+def _request_hash(plan: str, plan_file_path: str | None) -> str:
+    body = json.dumps({"plan": plan, "plan_file_path": plan_file_path or ""}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _finish(
+    plan: Plan,
+    *,
+    outcome: str,
+    reviewer: AbstractBaseUser | None = None,
+    mode_after: str | None = None,
+    feedback: str = "",
+    notes: str = "",
+) -> bool:
+    """Move a pending plan to its final state and record the decision, exactly once.
+
+    The conditional UPDATE is the arbiter: of two concurrent callers only one matches a row
+    still pending. Returns False for the one that lost.
+    """
+    now = timezone.now()
+    won = Plan.objects.filter(pk=plan.pk, status=PlanStatus.PENDING).update(
+        status=outcome,
+        mode_after=mode_after,
+        feedback=feedback,
+        notes=notes,
+        decided_by=reviewer,
+        decided_at=now,
+    )
+    if not won:
+        return False
+    Decision.objects.create(
+        plan_id=plan.pk,
+        outcome=outcome,
+        mode_after=mode_after,
+        feedback=feedback,
+        notes=notes,
+        decided_by=reviewer,
+        decided_by_name=reviewer.get_username() if reviewer else "",
+        decided_at=now,
+    )
+    plan.status, plan.mode_after, plan.feedback, plan.notes = outcome, mode_after, feedback, notes
+    plan.decided_by, plan.decided_at = reviewer, now
+    return True
+
+
+def _notify_after_commit(*, changed: list[int], created: int | None = None) -> None:
+    """Waiting agents first (they are blocked), then every page showing these plans."""
+    for plan_pk in changed:
+        transaction.on_commit(partial(live.plan_decided, plan_pk=plan_pk), robust=True)
+    transaction.on_commit(
+        partial(
+            live.plans_changed,
+            plan_pks=[*changed, *([created] if created else [])],
+            created=created,
+        ),
+        robust=True,
+    )
+
+
+def plan_submit(
+    *,
+    owner: AbstractBaseUser,
+    session_id: str,
+    agent_id: str,
+    plan: str,
+    plan_file_path: str | None,
+    source: str,
+    idempotency_key: str | None = None,
+    agent_type: str = "",
+) -> Plan:
+    """A new pending plan revision from an agent (ExitPlanMode); the session goes to plan mode.
+
+    The agent's older pending revision is withdrawn: only the newest one can be decided. A retry
+    with the same idempotency key and body returns the first plan and changes nothing.
+    """
+    _check_plan_text(plan)
+    request_hash = _request_hash(plan, plan_file_path)
+    with transaction.atomic():
+        resolved = agent_resolve_for_update(
+            owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type
+        )
+        agent = resolved.agent
+        if idempotency_key:
+            earlier = agent.plans.filter(idempotency_key=idempotency_key).first()
+            if earlier is not None:
+                if earlier.request_hash != request_hash:
+                    raise ServiceError(
+                        "idempotency_key_reused",
+                        "This Idempotency-Key was already used for a different plan; "
+                        "send a new key for a new plan.",
+                    )
+                return earlier
+        withdrawn = [
+            older.pk
+            for older in agent.plans.filter(status=PlanStatus.PENDING)
+            if _finish(older, outcome=PlanStatus.WITHDRAWN)
+        ]
+        latest = agent.plans.order_by("-revision").values_list("revision", flat=True).first()
+        new_plan = Plan.objects.create(
+            session=agent.session,
+            agent=agent,
+            revision=(latest or 0) + 1,
+            markdown=plan,
+            plan_file_path=plan_file_path or "",
+            source=source,
+            idempotency_key=idempotency_key or None,
+            request_hash=request_hash,
+        )
+        agent_touch(agent=agent)
+        Session.objects.filter(pk=agent.session.pk).update(permission_mode=PermissionMode.PLAN)
+        agent.session.permission_mode = PermissionMode.PLAN
+        if resolved.agent_created or resolved.session_created:
+            # A plan can be the first sign of an agent: its card and overview row appear too.
+            transaction.on_commit(
+                partial(
+                    live.agent_changed,
+                    agent_pk=agent.pk,
+                    agent_created=resolved.agent_created,
+                    session_created=resolved.session_created,
+                ),
+                robust=True,
+            )
+        _notify_after_commit(changed=withdrawn, created=new_plan.pk)
+    return new_plan
+
+
+def _already_decided(plan: Plan) -> ServiceError:
+    who = plan.decided_by.get_username() if plan.decided_by else None
+    when = timezone.localtime(plan.decided_at).strftime("%H:%M:%S") if plan.decided_at else ""
+    if plan.status in (PlanStatus.APPROVED, PlanStatus.REJECTED) and who:
+        text = f"{who} already {plan.status} this plan at {when}"
+    elif plan.status == PlanStatus.WITHDRAWN:
+        text = "This plan was replaced by a newer revision before anyone decided"
+    else:
+        text = f"This plan is already {plan.status}"
+    return ServiceError(
+        "already_decided", f"{text}; open the plan again to see the decision.", status=409
+    )
+
+
+def plan_decide(
+    *,
+    plan_id: int,
+    reviewer: AbstractBaseUser,
+    approve: bool,
+    auto_accept: bool = False,
+    feedback: str = "",
+) -> Plan:
+    """Approve or reject a pending plan, exactly once.
+
+    `feedback` is the reviewer's text: required when rejecting (it goes back to the agent),
+    optional notes when approving. Approval ends plan mode (default, or acceptEdits with
+    `auto_accept`) unless another plan of the session still waits; rejection keeps plan mode.
+    """
+    feedback = feedback.strip()
+    if not approve and not feedback:
+        raise ServiceError(
+            "feedback_required",
+            "Say what should change in the feedback; a rejection needs it for the agent.",
+            detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
+        )
+    with transaction.atomic():
+        plan = Plan.objects.select_related("session", "decided_by").filter(pk=plan_id).first()
+        if plan is None:
+            raise _not_found(plan_id)
+        if approve:
+            mode_after = ModeAfter.ACCEPT_EDITS if auto_accept else ModeAfter.DEFAULT
+            won = _finish(
+                plan,
+                outcome=PlanStatus.APPROVED,
+                reviewer=reviewer,
+                mode_after=mode_after,
+                notes=feedback,
+            )
+        else:
+            won = _finish(plan, outcome=PlanStatus.REJECTED, reviewer=reviewer, feedback=feedback)
+        if not won:
+            plan.refresh_from_db()
+            raise _already_decided(plan)
+        still_waiting = Plan.objects.filter(session_id=plan.session_id, status=PlanStatus.PENDING)
+        if approve and not still_waiting.exists():
+            Session.objects.filter(pk=plan.session_id).update(permission_mode=plan.mode_after)
+            plan.session.permission_mode = plan.mode_after
+        _notify_after_commit(changed=[plan.pk])
+    return plan
+
+
+def plan_expire(*, plan_id: int) -> Plan:
+    """Nobody decided in time (a held hook gave up): pending becomes expired; else nothing.
+
+    The session keeps its mode: the agent falls back to asking in its own terminal."""
+    with transaction.atomic():
+        plan = Plan.objects.select_related("session", "decided_by").filter(pk=plan_id).first()
+        if plan is None:
+            raise _not_found(plan_id)
+        if _finish(plan, outcome=PlanStatus.EXPIRED):
+            _notify_after_commit(changed=[plan.pk])
+    return plan
+
+
+def _not_found(plan_id: int) -> ServiceError:
+    return ServiceError(
+        "plan_not_found",
+        f"There is no plan {plan_id}; use the id returned when the plan was submitted.",
+        status=404,
+    )
+
+
+def plan_message(plan: Plan) -> str:
+    """The text an agent hands its model as the ExitPlanMode tool result, in our own words."""
+    if plan.status == PlanStatus.APPROVED:
+        if plan.agent.is_main:
+            auto = (
+                " File edits will be accepted without asking."
+                if plan.mode_after == ModeAfter.ACCEPT_EDITS
+                else ""
+            )
+            text = (
+                "The reviewer approved your plan, so plan mode is over and you may start."
+                f"{auto} Before the first change, update your todo list so it follows the "
+                "plan, then work through it item by item."
+            )
+        else:
+            text = "The reviewer approved this plan. Nothing more is needed from you for it."
+        if plan.notes:
+            text += f"\n\nNotes from the reviewer:\n{plan.notes}"
+        return text
+    if plan.status == PlanStatus.REJECTED:
+        return (
+            "The reviewer did not approve the plan, so you stay in plan mode: keep to "
+            "reading and research, and do not edit anything yet. Their feedback:\n"
+            f"{plan.feedback}\n\nRework the plan with this in mind and submit it again."
+        )
+    if plan.status == PlanStatus.WITHDRAWN:
+        return (
+            "This plan was replaced by a newer revision from the same agent before anyone "
+            "decided; only the newest revision will be decided."
+        )
+    if plan.status == PlanStatus.EXPIRED:
+        return (
+            "Nobody decided on this plan in time, so it expired. Ask the user directly, "
+            "or submit the plan again."
+        )
+    return "The plan is waiting for a reviewer's decision; keep waiting and do not start yet."
+
+
+def plan_state(plan: Plan) -> dict[str, Any]:
+    """The plan as agents see it (API.md plan state): same over HTTP, socket and hooks."""
+    return {
+        "id": plan.pk,
+        "session_id": plan.session.session_id,
+        "agent_id": plan.agent.agent_id,
+        "revision": plan.revision,
+        "status": plan.status,
+        "mode_after": plan.mode_after,
+        "feedback": plan.feedback or plan.notes,
+        "decided_by": plan.decided_by.get_username() if plan.decided_by else None,
+        "decided_at": plan.decided_at.isoformat() if plan.decided_at else None,
+        "message": plan_message(plan),
+    }

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from planmode import fragments
+
+register = template.Library()
+
+STATUS_ICONS = {
+    "pending": "●",
+    "approved": "✓",
+    "rejected": "✗",
+    "withdrawn": "↺",
+    "expired": "⌛",
+}
+
+
+@register.filter
+def waited(since: datetime | None) -> str:
+    """How long someone has waited, short: "12 s", "4 min", "2 h", "3 days" (as plans.js)."""
+    if since is None:
+        return ""
+    seconds = max(0, round((timezone.now() - since).total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours = round(minutes / 60)
+    if hours < 48:
+        return f"{hours} h"
+    return f"{round(hours / 24)} days"
+
+
+@register.filter
+def status_icon(status: str) -> str:
+    return STATUS_ICONS.get(status, "")
+
+
+@register.simple_tag
+def session_plans(session_pk: int) -> SafeString:
+    """The session board's plans and their decisions (the same fragment the socket pushes).
+    Rendered by the template engine, so it is already escaped."""
+    return fragments.render_session_plans(session_pk)

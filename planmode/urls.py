@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from planmode import views
+
+urlpatterns = [
+    path("", views.plan_queue, name="plan-queue"),
+    path("<int:plan_id>/", views.plan_review, name="plan-review"),
+    path("<int:plan_id>/decide/", views.plan_decide, name="plan-decide"),
+]

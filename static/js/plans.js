@@ -1,0 +1,130 @@
+/* Agentboard plan review: waiting times, keyboard shortcuts on the queue and review pages,
+   and opt-in desktop notifications when a plan arrives. All markup comes from the server. */
+(function () {
+  "use strict";
+
+  /* "waiting 4 min": durations, refreshed like the relative times (same steps as the server). */
+  function duration(date) {
+    var seconds = Math.max(0, Math.round((Date.now() - date.getTime()) / 1000));
+    if (seconds < 60) return seconds + " s";
+    var minutes = Math.round(seconds / 60);
+    if (minutes < 60) return minutes + " min";
+    var hours = Math.round(minutes / 60);
+    if (hours < 48) return hours + " h";
+    return Math.round(hours / 24) + " days";
+  }
+  function refreshDurations(root) {
+    (root.querySelectorAll ? root.querySelectorAll("time[data-duration]") : []).forEach(function (el) {
+      var date = new Date(el.getAttribute("datetime"));
+      if (!isNaN(date)) el.textContent = duration(date);
+    });
+  }
+  setInterval(function () { refreshDurations(document); }, 10000);
+
+  /* Keyboard: a / A / r decide, j / k move between waiting plans, Esc leaves the text box. */
+  function typing(target) {
+    return target.closest && target.closest("input, textarea, select, [contenteditable]");
+  }
+  function pendingLinks() {
+    return Array.prototype.slice.call(document.querySelectorAll("a[data-pending-plan]"));
+  }
+  function moveOnReview(step) {
+    var region = document.querySelector("[data-plan-keys=review]");
+    var links = pendingLinks();
+    if (!links.length) return;
+    var index = links.findIndex(function (a) { return a.dataset.pendingPlan === region.dataset.planPk; });
+    var next = index === -1 ? (step > 0 ? 0 : links.length - 1) : index + step;
+    if (next >= 0 && next < links.length) window.location.href = links[next].href;
+  }
+  function moveOnQueue(step) {
+    var links = Array.prototype.slice.call(document.querySelectorAll(".queue-link"));
+    if (!links.length) return;
+    var index = links.indexOf(document.activeElement);
+    var next = index === -1 ? 0 : Math.min(links.length - 1, Math.max(0, index + step));
+    links[next].focus();
+  }
+  function feedbackMissing(form) {
+    var text = form.querySelector("textarea");
+    if (text.value.trim()) return false;
+    form.querySelector("[data-feedback-hint]").hidden = false;
+    text.focus();
+    return true;
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
+    var region = document.querySelector("[data-plan-keys]");
+    if (!region || typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    var page = region.dataset.planKeys;
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      (page === "review" ? moveOnReview : moveOnQueue)(event.key === "j" ? 1 : -1);
+      return;
+    }
+    var form = document.querySelector("[data-decision-form]");
+    if (!form || form.dataset.sent) return;
+    var button = form.querySelector('[data-shortcut="' + event.key + '"]');
+    if (!button) return;
+    event.preventDefault();
+    button.click();
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-decision-form] button[value=reject]");
+    if (button && feedbackMissing(button.form)) event.preventDefault();
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target.closest("[data-decision-form]");
+    if (!form) return;
+    if (form.dataset.sent) { event.preventDefault(); return; }
+    form.dataset.sent = "1";
+  });
+
+  /* Desktop notifications: only after the reviewer switched them on (which asks the browser). */
+  var NOTIFY = "agentboard.notify";
+  var lastCount = null;
+  function notifyOn() {
+    try { return localStorage.getItem(NOTIFY) === "on" && Notification.permission === "granted"; } catch (e) { return false; }
+  }
+  function showToggle() {
+    var button = document.querySelector("[data-notify-toggle]");
+    if (!button || !("Notification" in window)) return;
+    button.hidden = false;
+    button.setAttribute("aria-pressed", String(notifyOn()));
+    button.textContent = "Desktop notifications: " + (notifyOn() ? "on" : "off");
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-notify-toggle]");
+    if (!button) return;
+    if (notifyOn()) {
+      try { localStorage.removeItem(NOTIFY); } catch (e) { /* not remembered */ }
+      showToggle();
+      return;
+    }
+    Notification.requestPermission().then(function (permission) {
+      if (permission === "granted") {
+        try { localStorage.setItem(NOTIFY, "on"); } catch (e) { /* not remembered */ }
+      }
+      showToggle();
+    });
+  });
+  function countWaiting() {
+    var el = document.getElementById("plans-waiting");
+    return el ? parseInt(el.dataset.count || "0", 10) : 0;
+  }
+  document.addEventListener("htmx:load", function (event) {
+    refreshDurations(event.target);
+    if (event.target.id !== "plans-waiting") return;
+    var count = countWaiting();
+    if (lastCount !== null && count > lastCount && notifyOn()) {
+      new Notification("Agentboard", {
+        body: count + (count === 1 ? " plan is" : " plans are") + " waiting for your decision.",
+        tag: "agentboard-plans",
+      });
+    }
+    lastCount = count;
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    lastCount = countWaiting();
+    refreshDurations(document);
+    showToggle();
+  });
+})();

@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dashboard.client.cli import main
+
+URL = "http://board.example:8000"
+
+EXISTING = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "PostToolUse": [
+            {"matcher": "Edit|Write",
+             "hooks": [{"type": "command", "command": "npx prettier --write"}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(EXISTING, indent=2))
+    return tmp_path
+
+
+def read(project: Path) -> dict:
+    return json.loads((project / ".claude" / "settings.json").read_text())
+
+
+def handlers(settings: dict, event: str) -> list[dict]:
+    return [h for group in settings["hooks"].get(event, []) for h in group["hooks"]]
+
+
+def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys):
+    assert main(["install-hooks", "--url", URL + "/", "--project", str(project)]) == 0
+
+    settings = read(project)
+    [plan_group] = settings["hooks"]["PermissionRequest"]
+    assert plan_group["matcher"] == "ExitPlanMode"
+    assert plan_group["hooks"] == [{
+        "type": "http",
+        "url": "http://board.example:8000/hooks/claude-code",
+        "headers": {"Authorization": "Bearer $AGENTBOARD_TOKEN"},
+        "allowedEnvVars": ["AGENTBOARD_TOKEN"],
+        "timeout": 600,
+    }]
+    ours = settings["hooks"]["PostToolUse"][-1]
+    assert set(ours["matcher"].split("|")) == {
+        "TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"
+    }
+    for event in ("SessionStart", "SessionEnd", "SubagentStart", "SubagentStop",
+                  "UserPromptSubmit", "Stop", "PreCompact", "Notification", "TaskCreated",
+                  "TaskCompleted"):
+        [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]
+        assert handler["url"].endswith("/hooks/claude-code")
+        assert handler["timeout"] < 600
+    assert "Added Agentboard's hooks" in capsys.readouterr().out
+
+
+def test_it_keeps_every_hook_and_setting_already_there(project):
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    settings = read(project)
+    assert settings["model"] == "opus"
+    assert settings["permissions"] == EXISTING["permissions"]
+    assert settings["hooks"]["PostToolUse"][0] == EXISTING["hooks"]["PostToolUse"][0]
+    assert settings["hooks"]["Stop"][0] == EXISTING["hooks"]["Stop"][0]
+
+
+def test_it_writes_a_backup_of_the_previous_file(project):
+    before = (project / ".claude" / "settings.json").read_text()
+
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    assert (project / ".claude" / "settings.json.bak").read_text() == before
+
+
+def test_running_it_twice_changes_nothing(project, capsys):
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+    first = (project / ".claude" / "settings.json").read_text()
+    capsys.readouterr()
+
+    assert main(["install-hooks", "--url", URL, "--project", str(project)]) == 0
+
+    assert (project / ".claude" / "settings.json").read_text() == first
+    assert "nothing changed" in capsys.readouterr().out
+    assert len(handlers(read(project), "PermissionRequest")) == 1
+
+
+def test_another_url_replaces_ours_instead_of_adding_more(project):
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    main(["install-hooks", "--url", "https://other.example", "--project", str(project)])
+
+    urls = [h["url"] for h in handlers(read(project), "PermissionRequest")]
+    assert urls == ["https://other.example/hooks/claude-code"]
+
+
+def test_remove_takes_out_only_our_entries(project):
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    assert main(["install-hooks", "--remove", "--project", str(project)]) == 0
+
+    assert read(project) == EXISTING
+
+
+def test_remove_leaves_a_group_shared_with_someone_elses_hook(project):
+    settings = read(project)
+    settings["hooks"]["Stop"][0]["hooks"].append(
+        {"type": "http", "url": f"{URL}/hooks/claude-code", "timeout": 30}
+    )
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+    main(["install-hooks", "--remove", "--project", str(project)])
+
+    assert read(project) == EXISTING
+
+
+def test_the_command_variant_installs_agentboard_hook(project):
+    main(["install-hooks", "--url", URL, "--project", str(project), "--command"])
+
+    settings = read(project)
+    [plan_hook] = handlers(settings, "PermissionRequest")
+    assert plan_hook == {
+        "type": "command", "command": f"agentboard hook --url {URL}", "timeout": 600,
+    }
+    assert not any(h["type"] == "http" for e in settings["hooks"] for h in handlers(settings, e))
+
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+    assert [h["type"] for h in handlers(read(project), "PermissionRequest")] == ["http"]
+
+    main(["install-hooks", "--remove", "--project", str(project)])
+    assert read(project) == EXISTING
+
+
+def test_a_missing_file_is_created_without_a_backup(tmp_path):
+    assert main(["install-hooks", "--url", URL, "--project", str(tmp_path)]) == 0
+
+    assert "PermissionRequest" in read(tmp_path)["hooks"]
+    assert not (tmp_path / ".claude" / "settings.json.bak").exists()
+
+
+def test_user_writes_the_settings_in_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+    assert main(["install-hooks", "--url", URL, "--user"]) == 0
+
+    assert "SessionStart" in read(tmp_path)["hooks"]
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone(project, capsys):
+    path = project / ".claude" / "settings.json"
+    path.write_text("{ not json")
+
+    assert main(["install-hooks", "--url", URL, "--project", str(project)]) == 1
+
+    assert path.read_text() == "{ not json"
+    assert "fix it by hand" in capsys.readouterr().err
+
+
+def test_hooks_in_an_unexpected_shape_are_left_alone(project, capsys):
+    path = project / ".claude" / "settings.json"
+    path.write_text(json.dumps({"hooks": {"Stop": "notify-send"}}))
+
+    assert main(["install-hooks", "--url", URL, "--project", str(project)]) == 1
+
+    assert json.loads(path.read_text()) == {"hooks": {"Stop": "notify-send"}}
+    assert "hooks.Stop" in capsys.readouterr().err
+
+
+def test_a_url_is_required_to_install(project, capsys):
+    with pytest.raises(SystemExit):
+        main(["install-hooks", "--project", str(project), "--url", "board.example"])
+    assert "--url" in capsys.readouterr().err
+    assert read(project) == EXISTING

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+# The shared sample payloads live beside the repository: <repo>/../shared/fixtures/claude-code.
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
+HOOK_URL = "/hooks/claude-code"
+SESSION_ID = "5b3f0c1e-7a7d-4f63-9c8e-2f1d9a0b6c11"
+SUBAGENT_ID = "a4d2c8f1e0b3a297"
+
+
+def fixture_names() -> list[str]:
+    return sorted(path.name for path in FIXTURES.glob("*.json")) if FIXTURES.is_dir() else []
+
+
+def load_fixture(name: str, **changes) -> dict:
+    """A sample payload (a fresh copy), with top-level fields replaced by `changes`."""
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"The shared Claude Code fixtures are not available ({path} is missing).")
+    payload = copy.deepcopy(json.loads(path.read_text()))
+    payload.update(changes)
+    return payload
+
+
+@pytest.fixture
+def hook(agent_api):
+    """POST a payload to the hook endpoint as Claude Code's HTTP hook does."""
+
+    def post(payload, headers: dict | None = None):
+        return agent_api.post(HOOK_URL, payload, headers=headers)
+
+    return post

@@ -1,0 +1,281 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import AsyncClient
+
+from dashboard.models import Session
+from planmode.models import Plan
+from planmode.services import plan_decide
+from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WAIT = 10  # seconds a test waits for something that should take milliseconds
+
+
+class Agentboard:
+    """An agent's hooks and a reviewer's browser against the same in-process server."""
+
+    def __init__(self, token: str, reviewer: User) -> None:
+        self.token = token
+        self.agent = AsyncClient()
+        self.browser = AsyncClient()
+        self.reviewer = reviewer
+
+    async def hook(self, payload: dict):
+        return await self.agent.post(
+            HOOK_URL, payload, content_type="application/json",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+
+    def hold(self, payload: dict) -> asyncio.Task:
+        return asyncio.create_task(self.hook(payload))
+
+    async def plan_waiting(self, task: asyncio.Task, count: int = 1) -> Plan:
+        """The newest plan, once `count` plans are pending (the answer, checked later, shows that
+        the request was held until the decision)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while await Plan.objects.filter(status="pending").acount() < count:
+            assert not task.done(), task.result().content
+            assert loop.time() < deadline, "the plan never showed up"
+            await asyncio.sleep(0.01)
+        return await Plan.objects.select_related("session", "agent").alatest("pk")
+
+    async def until(self, condition) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while not await condition():
+            assert loop.time() < deadline, "the condition never held"
+            await asyncio.sleep(0.01)
+
+    async def decide(self, plan: Plan, action: str, text: str = ""):
+        await self.browser.aforce_login(self.reviewer)
+        response = await self.browser.post(
+            f"/plans/{plan.pk}/decide/", {"action": action, "text": text}
+        )
+        assert response.status_code == 302, response.content.decode()[:500]
+
+
+@pytest.fixture
+def board(token, reviewer) -> Agentboard:
+    return Agentboard(token, reviewer)
+
+
+async def answer(task: asyncio.Task) -> dict:
+    response = await asyncio.wait_for(task, WAIT)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+async def test_an_approval_in_the_review_page_releases_the_held_request(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json")
+    held = board.hold(payload)
+    plan = await board.plan_waiting(held)
+    assert plan.markdown.startswith("# Plan: dark mode")
+    assert plan.plan_file_path == "/home/dev/.claude/plans/dark-mode-toggle-snug-otter.md"
+    assert plan.source == "hook"
+
+    await board.decide(plan, "approve")
+
+    assert await answer(held) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "updatedInput": payload["tool_input"]},
+        }
+    }
+    assert (await Plan.objects.aget(pk=plan.pk)).status == "approved"
+
+
+async def test_auto_accept_switches_claude_code_to_accept_edits(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json")
+    held = board.hold(payload)
+    plan = await board.plan_waiting(held)
+
+    await board.decide(plan, "approve_auto")
+
+    decision = (await answer(held))["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "allow"
+    assert decision["updatedInput"] == payload["tool_input"]
+    assert decision["updatedPermissions"] == [
+        {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    ]
+    session = await Session.objects.aget(session_id=SESSION_ID)
+    assert session.permission_mode == "acceptEdits"
+
+
+async def test_a_rejection_denies_with_the_reviewers_feedback(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+
+    await board.decide(plan, "reject", "Use CSS variables instead of a context.")
+
+    assert await answer(held) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "Use CSS variables instead of a context."},
+        }
+    }
+    session = await Session.objects.aget(session_id=SESSION_ID)
+    assert session.permission_mode == "plan"
+
+
+async def test_a_decision_made_through_the_service_releases_it_too(board, reviewer):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json", agent_id=SUBAGENT_ID,
+                                   agent_type="Plan"))
+    plan = await board.plan_waiting(held)
+    assert plan.agent.agent_id == SUBAGENT_ID
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(plan_decide)(plan_id=plan.pk, reviewer=reviewer, approve=True)
+
+    assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+
+async def test_nobody_deciding_in_time_answers_nothing_and_expires_the_plan(board, settings):
+    settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = 0.3
+
+    result = await answer(board.hold(load_fixture("permission_request_exit_plan_mode.json")))
+
+    assert result == {}
+    plan = await Plan.objects.aget()
+    assert plan.status == "expired"
+
+
+async def test_an_agent_that_stops_waiting_leaves_no_plan_pending(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+
+    held.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await held
+
+    assert (await Plan.objects.aget(pk=plan.pk)).status == "expired"
+
+
+async def test_the_same_request_delivered_twice_waits_on_one_plan(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json")
+    first = board.hold(payload)
+    plan = await board.plan_waiting(first)
+    seen = (await Session.objects.aget(session_id=SESSION_ID)).last_seen_at
+    second = board.hold(payload)
+    await board.until(lambda: Session.objects.filter(
+        session_id=SESSION_ID, last_seen_at__gt=seen).aexists())
+
+    await board.decide(plan, "reject", "Too big; split it.")
+
+    for held in (first, second):
+        assert (await answer(held))["hookSpecificOutput"]["decision"]["message"] == (
+            "Too big; split it."
+        )
+    assert await Plan.objects.acount() == 1
+
+
+async def test_a_revised_plan_replaces_the_waiting_one(board, settings):
+    settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = 0.3
+    first = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    await board.plan_waiting(first)
+    revised = load_fixture("permission_request_exit_plan_mode.json")
+    revised["tool_input"]["plan"] = "# Plan: dark mode, smaller\n\n1. Only the toggle.\n"
+
+    second = board.hold(revised)
+
+    assert await answer(first) == {}
+    assert await answer(second) == {}
+    statuses = [p.status async for p in Plan.objects.order_by("pk")]
+    assert statuses == ["withdrawn", "expired"]
+
+
+async def test_a_decided_plan_is_answered_at_once_when_its_tool_use_comes_again(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json", tool_use_id="toolu_plan_1")
+    held = board.hold(payload)
+    plan = await board.plan_waiting(held)
+    await board.decide(plan, "approve")
+    await answer(held)
+
+    again = await answer(board.hold(payload))
+
+    assert again["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    assert await Plan.objects.acount() == 1
+
+
+async def test_other_permission_requests_are_not_held(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json", tool_name="Bash",
+                           tool_input={"command": "rm -rf build"})
+    assert await answer(board.hold(payload)) == {}
+    assert await Plan.objects.acount() == 0
+
+
+async def test_an_empty_plan_is_refused(board):
+    payload = load_fixture("permission_request_exit_plan_mode.json")
+    payload["tool_input"]["plan"] = ""
+
+    response = await board.hook(payload)
+
+    assert response.status_code == 422
+    assert response.json()["error"]["message"].startswith("body.tool_input.plan:")
+
+
+async def test_approval_notes_reach_the_model_after_exit_plan_mode(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+    await board.decide(plan, "approve", "Keep the toggle keyboard accessible.")
+    await answer(held)
+
+    result = await answer(board.hold(load_fixture("post_tool_use_exit_plan_mode.json")))
+
+    context = result["hookSpecificOutput"]
+    assert context["hookEventName"] == "PostToolUse"
+    assert "Keep the toggle keyboard accessible." in context["additionalContext"]
+    session = await Session.objects.aget(session_id=SESSION_ID)
+    assert session.permission_mode == "default"
+
+
+async def test_an_approval_without_notes_adds_no_context(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    await board.decide(await board.plan_waiting(held), "approve")
+    await answer(held)
+
+    assert await answer(board.hold(load_fixture("post_tool_use_exit_plan_mode.json"))) == {}
+
+
+async def test_exit_plan_mode_approved_elsewhere_adds_no_context(board):
+    assert await answer(board.hold(load_fixture("post_tool_use_exit_plan_mode.json"))) == {}
+
+
+async def test_a_plan_of_another_users_session_is_refused(board, other_user):
+    await Session.objects.acreate(session_id=SESSION_ID, owner=other_user)
+
+    response = await board.hook(load_fixture("permission_request_exit_plan_mode.json"))
+
+    assert response.status_code == 403
+    assert await Plan.objects.acount() == 0
+
+
+async def test_many_held_requests_wait_at_once_and_each_gets_its_own_answer(board):
+    count = 40
+    held = []
+    for n in range(count):
+        payload = load_fixture("permission_request_exit_plan_mode.json", session_id=f"sess-{n}")
+        payload["tool_input"]["plan"] = f"# Plan {n}\n\nDo step {n}.\n"
+        held.append(board.hold(payload))
+    await board.plan_waiting(held[-1], count=count)
+
+    plans = [p async for p in Plan.objects.select_related("session").order_by("pk")]
+    for plan in plans:
+        number = int(plan.session.session_id.removeprefix("sess-"))
+        if number % 2:
+            await board.decide(plan, "reject", f"No to {number}.")
+        else:
+            await board.decide(plan, "approve")
+
+    for n, task in enumerate(held):
+        decision = (await answer(task))["hookSpecificOutput"]["decision"]
+        if n % 2:
+            assert decision == {"behavior": "deny", "message": f"No to {n}."}
+        else:
+            assert decision["updatedInput"]["plan"] == f"# Plan {n}\n\nDo step {n}.\n"

@@ -1,0 +1,324 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connection
+
+from dashboard import live
+from dashboard.errors import ServiceError
+from dashboard.models import Session
+from planmode.models import Decision, Plan
+from planmode.services import (
+    permission_mode_next,
+    plan_decide,
+    plan_expire,
+    plan_state,
+)
+from todos.schemas import TodoItem
+from todos.services import todo_list_replace
+
+pytestmark = pytest.mark.django_db
+
+
+def mode_of(session_id: str = "sess-1") -> str:
+    return Session.objects.get(session_id=session_id).permission_mode
+
+
+def write_todo(user, session_id: str = "sess-1"):
+    return todo_list_replace(
+        owner=user,
+        session_id=session_id,
+        agent_id=session_id,
+        source="api",
+        todos=[
+            TodoItem(
+                content="Add cursor paging", status="in_progress", activeForm="Adding cursor paging"
+            )
+        ],
+    )
+
+
+def test_the_first_plan_of_an_agent_is_revision_1_and_waits_for_a_reviewer(submit):
+    plan = submit(plan_file_path="/home/dev/.claude/plans/paging.md")
+    assert (plan.revision, plan.status) == (1, "pending")
+    assert plan.plan_file_path == "/home/dev/.claude/plans/paging.md"
+    assert plan.title == "Pagination"
+
+
+def test_each_submission_is_the_next_revision_of_that_agent_only(submit):
+    assert [submit().revision for _ in range(3)] == [1, 2, 3]
+    assert submit(agent_id="sub-1").revision == 1
+    assert submit(session_id="sess-2").revision == 1
+
+
+def test_a_newer_revision_withdraws_the_older_pending_one(submit):
+    first = submit()
+    second = submit(plan="# Pagination\n\n1. Offset paging")
+    first.refresh_from_db()
+    assert first.status == "withdrawn"
+    assert second.status == "pending"
+    assert first.decision.outcome == "withdrawn" and first.decision.decided_by is None
+    assert Plan.objects.filter(status="pending").count() == 1
+
+
+def test_a_pending_plan_puts_the_session_in_plan_mode(submit):
+    submit()
+    assert mode_of() == "plan"
+
+
+def test_approval_ends_plan_mode_back_in_default_mode(submit, reviewer):
+    plan = plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=True)
+    assert (plan.status, plan.mode_after, plan.decided_by) == ("approved", "default", reviewer)
+    assert mode_of() == "default"
+
+
+def test_approval_with_auto_accept_switches_the_session_to_accept_edits(submit, reviewer):
+    plan = plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=True, auto_accept=True)
+    assert plan.mode_after == "acceptEdits"
+    assert mode_of() == "acceptEdits"
+
+
+def test_rejection_keeps_plan_mode_so_todo_writes_stay_refused(submit, reviewer, user):
+    plan = plan_decide(
+        plan_id=submit().pk,
+        reviewer=reviewer,
+        approve=False,
+        feedback="Use cursor paging, not offsets.",
+    )
+    assert (plan.status, plan.mode_after, plan.feedback) == (
+        "rejected",
+        None,
+        "Use cursor paging, not offsets.",
+    )
+    assert mode_of() == "plan"
+    with pytest.raises(ServiceError) as refused:
+        write_todo(user)
+    assert (refused.value.code, refused.value.status) == ("plan_mode_active", 409)
+
+
+def test_after_approval_the_agent_can_write_its_todo_list_again(submit, reviewer, user):
+    submit()
+    with pytest.raises(ServiceError):
+        write_todo(user)
+    plan_decide(plan_id=Plan.objects.get().pk, reviewer=reviewer, approve=True)
+    assert write_todo(user).revision == 1
+
+
+def test_approval_keeps_plan_mode_while_another_plan_of_the_session_waits(submit, reviewer):
+    main_plan = submit()
+    submit(agent_id="sub-1", agent_type="Plan")
+    plan_decide(plan_id=main_plan.pk, reviewer=reviewer, approve=True)
+    assert mode_of() == "plan"
+
+
+def test_rejecting_without_feedback_is_refused_and_changes_nothing(submit, reviewer):
+    plan = submit()
+    with pytest.raises(ServiceError) as refused:
+        plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=False, feedback="   ")
+    assert refused.value.code == "feedback_required"
+    plan.refresh_from_db()
+    assert plan.status == "pending" and not Decision.objects.exists()
+
+
+def test_notes_on_an_approval_are_kept_and_reach_the_agent(submit, reviewer):
+    plan = plan_decide(
+        plan_id=submit().pk,
+        reviewer=reviewer,
+        approve=True,
+        feedback="Keep the old endpoint working.",
+    )
+    assert plan.notes == "Keep the old endpoint working."
+    state = plan_state(plan)
+    assert state["feedback"] == "Keep the old endpoint working."
+    assert "Keep the old endpoint working." in state["message"]
+
+
+def test_a_second_decision_is_refused_and_says_who_decided(submit, reviewer, second_reviewer):
+    plan = submit()
+    plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
+    with pytest.raises(ServiceError) as refused:
+        plan_decide(plan_id=plan.pk, reviewer=second_reviewer, approve=False, feedback="No.")
+    assert (refused.value.code, refused.value.status) == ("already_decided", 409)
+    assert "lead already approved" in refused.value.message
+    plan.refresh_from_db()
+    assert (plan.status, plan.decided_by) == ("approved", reviewer)
+    assert Decision.objects.count() == 1
+
+
+def test_deciding_an_unknown_plan_is_not_found(reviewer):
+    with pytest.raises(ServiceError) as refused:
+        plan_decide(plan_id=999, reviewer=reviewer, approve=True)
+    assert (refused.value.code, refused.value.status) == ("plan_not_found", 404)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_exactly_one_of_many_reviewers_deciding_at_once_wins(submit, reviewer, second_reviewer):
+    plan = submit()
+    reviewers = [reviewer, second_reviewer] * 3
+    start = threading.Barrier(len(reviewers))
+    outcomes: list[str] = []
+
+    def decide(index: int) -> None:
+        start.wait()
+        try:
+            plan_decide(
+                plan_id=plan.pk,
+                reviewer=reviewers[index],
+                approve=index % 2 == 0,
+                feedback=f"feedback {index}",
+            )
+            outcomes.append("won")
+        except ServiceError as error:
+            outcomes.append(error.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(len(reviewers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["already_decided"] * 5 + ["won"]
+    assert Decision.objects.filter(plan=plan).count() == 1
+    plan.refresh_from_db()
+    assert plan.status == Decision.objects.get().outcome
+
+
+def test_expiry_ends_a_pending_plan_and_leaves_the_session_in_plan_mode(submit):
+    plan = plan_expire(plan_id=submit().pk)
+    assert plan.status == "expired"
+    assert plan.decision.outcome == "expired"
+    assert mode_of() == "plan"
+
+
+def test_expiry_leaves_a_decided_plan_as_it_was(submit, reviewer):
+    plan = submit()
+    plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
+    assert plan_expire(plan_id=plan.pk).status == "approved"
+    assert Decision.objects.get().outcome == "approved"
+
+
+def test_a_decision_is_a_record_that_cannot_be_edited(submit, reviewer):
+    plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=False, feedback="Smaller steps.")
+    decision = Decision.objects.get()
+    decision.feedback = "something else"
+    with pytest.raises(ValueError, match="never changed"):
+        decision.save()
+    assert Decision.objects.get().feedback == "Smaller steps."
+
+
+@pytest.mark.parametrize("text", ["", "  \n\t "])
+def test_an_empty_plan_is_refused(submit, text):
+    with pytest.raises(ServiceError) as refused:
+        submit(plan=text)
+    assert (refused.value.code, refused.value.status) == ("empty_plan", 422)
+    assert not Plan.objects.exists()
+
+
+def test_a_plan_over_the_size_limit_is_refused_with_413(submit, settings):
+    settings.AGENTBOARD_MAX_PLAN_CHARS = 20
+    with pytest.raises(ServiceError) as refused:
+        submit(plan="x" * 21)
+    assert (refused.value.code, refused.value.status) == ("plan_too_large", 413)
+    assert submit(plan="x" * 20).revision == 1
+
+
+def test_a_retry_with_the_same_idempotency_key_returns_the_first_plan(submit):
+    first = submit(idempotency_key="toolu_01")
+    again = submit(idempotency_key="toolu_01")
+    assert again.pk == first.pk
+    assert Plan.objects.count() == 1
+
+
+def test_the_same_idempotency_key_with_another_plan_is_refused(submit):
+    submit(idempotency_key="toolu_01")
+    with pytest.raises(ServiceError) as refused:
+        submit(idempotency_key="toolu_01", plan="# Something else")
+    assert refused.value.code == "idempotency_key_reused"
+
+
+def test_shift_tab_cycles_default_accept_edits_plan_and_back_to_default():
+    assert permission_mode_next("default") == "acceptEdits"
+    assert permission_mode_next("acceptEdits") == "plan"
+    assert permission_mode_next("plan") == "default"
+
+
+def test_shift_tab_visits_bypass_permissions_only_when_it_is_available():
+    assert permission_mode_next("plan", bypass_available=True) == "bypassPermissions"
+    assert permission_mode_next("bypassPermissions", bypass_available=True) == "default"
+    assert permission_mode_next("dontAsk") == "default"
+
+
+def test_the_main_agent_is_told_to_start_and_update_its_todo_list_first(submit, reviewer):
+    plan = plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=True, auto_accept=True)
+    message = plan_state(plan)["message"]
+    assert "may start" in message
+    assert "todo list" in message
+    assert "accepted without asking" in message
+
+
+def test_a_subagent_is_told_its_plan_is_approved_and_nothing_more_is_needed(submit, reviewer):
+    plan = submit(agent_id="agent-a4d2c8", agent_type="Plan")
+    message = plan_state(plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True))["message"]
+    assert "approved" in message
+    assert "Nothing more is needed" in message
+    assert "todo list" not in message
+
+
+def test_a_rejection_tells_the_agent_it_stays_in_plan_mode_with_the_feedback(submit, reviewer):
+    plan = plan_decide(
+        plan_id=submit().pk,
+        reviewer=reviewer,
+        approve=False,
+        feedback="Split the migration into two steps.",
+    )
+    message = plan_state(plan)["message"]
+    assert "stay in plan mode" in message
+    assert "Split the migration into two steps." in message
+
+
+def test_plan_state_has_every_documented_field(submit, reviewer):
+    plan = plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=False, feedback="No.")
+    state = plan_state(plan)
+    assert set(state) == {
+        "id",
+        "session_id",
+        "agent_id",
+        "revision",
+        "status",
+        "mode_after",
+        "feedback",
+        "decided_by",
+        "decided_at",
+        "message",
+    }
+    assert state["session_id"] == state["agent_id"] == "sess-1"
+    assert (state["status"], state["decided_by"]) == ("rejected", "lead")
+    assert state["decided_at"].startswith(str(plan.decided_at.year))
+
+
+def test_a_decision_is_announced_to_waiting_agents_by_its_commit_callbacks(
+    submit, reviewer, django_capture_on_commit_callbacks
+):
+    plan = submit()
+    with django_capture_on_commit_callbacks() as callbacks:
+        plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
+    assert Decision.objects.filter(plan=plan).exists()
+
+    async def listen_then_commit() -> dict:
+        # Listening starts after plan_decide returned: whatever arrives was sent on commit.
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(live.plan_group(plan.pk), channel)
+        try:
+            for callback in callbacks:
+                await sync_to_async(callback)()
+            return await asyncio.wait_for(layer.receive(channel), 5)
+        finally:
+            await layer.group_discard(live.plan_group(plan.pk), channel)
+
+    assert async_to_sync(listen_then_commit)() == {"type": "plan.decided", "plan_id": plan.pk}

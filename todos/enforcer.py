@@ -1,0 +1,468 @@
+"""Keeping agents on track: todo reminders, the continuation enforcer and discipline flags.
+
+Everything here is driven by hooks (and socket frames) through the functions below; state lives
+in the database (AgentTracking, Continuation, EnforcerEvent) so that a countdown started by a
+Stop hook in one server process can be cancelled by a click that lands on another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard import live
+from dashboard.models import Agent, PermissionMode, Session
+from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoStatus
+
+logger = logging.getLogger(__name__)
+
+FLAGS = {
+    "multiple_in_progress": "More than one task is in progress at once.",
+    "no_in_progress": "Nothing is in progress while tasks are still pending.",
+    "batch_completion": "Several tasks were marked completed in a single write.",
+    "stale_list": "The list has not been updated for a while.",
+    "stopped_unfinished": "Stopped with unfinished tasks.",
+}
+STEP_KEYS_KEPT = 50
+CONTINUATION_EVENT = "continuation.resolved"
+
+
+def continuation_group(continuation_pk: int) -> str:
+    return f"continuation.{continuation_pk}"
+
+
+# --- wording (our own) -------------------------------------------------------------------------
+
+
+def numbered_list(items: Sequence[Mapping[str, str]]) -> str:
+    return "\n".join(
+        f"{number}. [{item['status']}] {item['content']}" for number, item in enumerate(items, 1)
+    )
+
+
+def reminder_text(items: Sequence[Mapping[str, str]], *, steps: int) -> str:
+    if not items:
+        return (
+            "A note from Agentboard: you are not tracking this work in a todo list. If the task "
+            "has several steps, write one now so you and the team lead can follow along; if it "
+            "is a quick single step, carry on. Do not mention this note to the user."
+        )
+    return (
+        f"A note from Agentboard: your todo list has not changed in your last {steps} steps. "
+        "Keep it current: mark finished items completed right away, keep exactly one item "
+        "in_progress, and drop or rewrite items that no longer apply if the list has gone "
+        "stale. Your list as it stands:\n"
+        f"{numbered_list(items)}\n"
+        "Do not mention this note to the user."
+    )
+
+
+def compaction_text(items: Sequence[Mapping[str, str]]) -> str:
+    if not items:
+        return "Agentboard: your context was compacted; you had no open todo list."
+    return (
+        "Agentboard: your context was just compacted. This is your todo list from before, so "
+        "you can pick up where you left off:\n"
+        f"{numbered_list(items)}"
+    )
+
+
+def continuation_prompt(items: Sequence[Mapping[str, str]]) -> str:
+    completed = sum(1 for i in items if i["status"] == TodoStatus.COMPLETED)
+    open_items = [i for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)]
+    counted = completed + len(open_items)
+    upcoming = next((i for i in items if i["status"] == TodoStatus.IN_PROGRESS), None) or (
+        open_items[0] if open_items else None
+    )
+    lines = [
+        "Agentboard: your todo list still has unfinished tasks, so keep going.",
+        "- Carry on with the next pending task right away; there is no need to ask for permission.",
+        "- Mark each task completed the moment it is done.",
+        "- Do not stop until every task is completed.",
+        "",
+        f"Status: {completed}/{counted} completed, {len(open_items)} remaining",
+    ]
+    if upcoming is not None:
+        lines.append(f"Next: {upcoming['content']}")
+    return "\n".join(lines)
+
+
+# --- state --------------------------------------------------------------------------------------
+
+
+def tracking_for(agent: Agent) -> AgentTracking:
+    """The agent's tracking row, locked for the caller's transaction."""
+    AgentTracking.objects.get_or_create(agent=agent)
+    return AgentTracking.objects.select_for_update().get(agent=agent)
+
+
+def _current_items(agent: Agent) -> list[dict[str, str]]:
+    from todos.services import current_todos
+
+    return current_todos(agent)
+
+
+def _record(agent: Agent, kind: str, text: str, code: str = "") -> EnforcerEvent:
+    return EnforcerEvent.objects.create(agent=agent, kind=kind, text=text, code=code)
+
+
+def _set_flags(agent: Agent, tracking: AgentTracking, flags: list[str]) -> list[EnforcerEvent]:
+    """Store the flags that hold now; each newly raised one goes into the agent's history."""
+    raised = [f for f in flags if f not in tracking.current_flags]
+    tracking.current_flags = flags
+    return [_record(agent, EnforcerEvent.Kind.FLAG, FLAGS[f], code=f) for f in raised]
+
+
+def _publish(agent: Agent, events: Sequence[EnforcerEvent] = ()) -> None:
+    live.after_commit(
+        live.agent_changed, agent_pk=agent.pk, enforcer_event_pks=[e.pk for e in events]
+    )
+
+
+def list_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]) -> list[str]:
+    statuses = [item["status"] for item in new]
+    flags = []
+    if statuses.count(TodoStatus.IN_PROGRESS) > 1:
+        flags.append("multiple_in_progress")
+    if TodoStatus.IN_PROGRESS not in statuses and TodoStatus.PENDING in statuses:
+        flags.append("no_in_progress")
+    done_before = {i["content"] for i in old if i["status"] == TodoStatus.COMPLETED}
+    newly_done = [
+        i for i in new if i["status"] == TodoStatus.COMPLETED and i["content"] not in done_before
+    ]
+    if len(newly_done) > 1 and any(i["status"] != TodoStatus.COMPLETED for i in old):
+        flags.append("batch_completion")
+    return flags
+
+
+def on_todo_write(
+    *, agent: Agent, old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]
+) -> list[EnforcerEvent]:
+    """A write resets the step counter, re-evaluates the flags and cancels any countdown.
+
+    Runs inside the write's transaction; returns the flag events it recorded.
+    """
+    tracking = tracking_for(agent)
+    tracking.steps_since_write = 0
+    events = _set_flags(agent, tracking, list_flags(old, new))
+    tracking.save()
+    _cancel_counting(agent, reason="the agent updated its todo list")
+    return events
+
+
+def on_activity(*, agent: Agent) -> None:
+    """Any sign of life from the agent (a prompt, a tool use) cancels a running countdown."""
+    with transaction.atomic():
+        if _cancel_counting(agent, reason="the agent became active again"):
+            tracking = tracking_for(agent)
+            if "stopped_unfinished" in tracking.current_flags:
+                _set_flags(
+                    agent,
+                    tracking,
+                    [f for f in tracking.current_flags if f != "stopped_unfinished"],
+                )
+                tracking.save()
+
+
+def on_step(*, agent: Agent, key: str | None = None) -> str | None:
+    """An assistant step (a tool use). Returns a reminder to inject when one is due."""
+    with transaction.atomic():
+        tracking = tracking_for(agent)
+        if key:
+            if key in tracking.seen_step_keys:
+                return None  # the same hook delivered twice counts once
+            tracking.seen_step_keys = [*tracking.seen_step_keys, key][-STEP_KEYS_KEPT:]
+        tracking.steps_since_write += 1
+        tracking.steps_since_reminder += 1
+        _cancel_counting(agent, reason="the agent became active again")
+        reminder = _take_reminder_if_due(agent, tracking)
+        tracking.save()
+    return reminder
+
+
+def on_user_prompt(*, agent: Agent) -> str | None:
+    """A new prompt clears the error cooldown and cancels a countdown; may carry a reminder."""
+    with transaction.atomic():
+        tracking = tracking_for(agent)
+        tracking.last_error_at = None
+        tracking.consecutive_continuations = 0
+        _cancel_counting(agent, reason="the user sent a new prompt")
+        text = _compaction_if_pending(agent, tracking) or _take_reminder_if_due(agent, tracking)
+        tracking.save()
+    return text
+
+
+def on_pre_compact(*, agent: Agent) -> None:
+    with transaction.atomic():
+        tracking = tracking_for(agent)
+        tracking.compaction_pending = True
+        tracking.save(update_fields=["compaction_pending"])
+
+
+def on_session_start(*, agent: Agent, source: str) -> str | None:
+    """After compaction (SessionStart with source "compact") the list is injected again."""
+    with transaction.atomic():
+        tracking = tracking_for(agent)
+        if source == "compact":
+            tracking.compaction_pending = True
+        text = _compaction_if_pending(agent, tracking)
+        tracking.save()
+    return text
+
+
+def on_error(*, agent: Agent) -> None:
+    with transaction.atomic():
+        tracking = tracking_for(agent)
+        tracking.last_error_at = timezone.now()
+        tracking.save(update_fields=["last_error_at"])
+
+
+def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> str | None:
+    if not tracking.compaction_pending:
+        return None
+    tracking.compaction_pending = False
+    text = compaction_text(_current_items(agent))
+    event = _record(
+        agent, EnforcerEvent.Kind.REMINDER, "Re-injected the todo list after compaction."
+    )
+    _publish(agent, [event])
+    return text
+
+
+def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> str | None:
+    stale = tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
+    if stale and "stale_list" not in tracking.current_flags:
+        events = _set_flags(agent, tracking, [*tracking.current_flags, "stale_list"])
+        _publish(agent, events)
+    if not stale or tracking.steps_since_reminder < settings.AGENTBOARD_REMINDER_STEPS_BETWEEN:
+        return None
+    tracking.steps_since_reminder = 0
+    items = _current_items(agent)
+    event = _record(
+        agent,
+        EnforcerEvent.Kind.REMINDER,
+        f"Reminded the agent to update its list "
+        f"({tracking.steps_since_write} steps without a write)."
+        if items
+        else "Suggested starting a todo list.",
+    )
+    _publish(agent, [event])
+    return reminder_text(items, steps=tracking.steps_since_write)
+
+
+def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> None:
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(enforcer_enabled=enabled)
+        main = session.agents.filter(agent_id=session.session_id).first()
+        if main is None:
+            return
+        event = _record(
+            main,
+            EnforcerEvent.Kind.CONTINUATION,
+            f"{by} switched the continuation enforcer {'on' if enabled else 'off'}.",
+        )
+        if not enabled:
+            for agent in session.agents.all():
+                _cancel_counting(agent, reason=f"{by} switched the enforcer off")
+        _publish(main, [event])
+
+
+# --- the continuation enforcer ------------------------------------------------------------------
+
+
+def _cancel_counting(agent: Agent, *, reason: str) -> bool:
+    pks = list(
+        Continuation.objects.filter(agent=agent, status=Continuation.Status.COUNTING).values_list(
+            "pk", flat=True
+        )
+    )
+    if not pks:
+        return False
+    cancelled = Continuation.objects.filter(pk__in=pks, status=Continuation.Status.COUNTING).update(
+        status=Continuation.Status.CANCELLED, reason=reason, resolved_at=timezone.now()
+    )
+    if cancelled:
+        event = _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")
+        _publish(agent, [event])
+        for pk in pks:
+            live.after_commit(_notify_resolved, continuation_pk=pk)
+    return bool(cancelled)
+
+
+def _notify_resolved(continuation_pk: int) -> None:
+    live.send_event(continuation_group(continuation_pk), {"type": CONTINUATION_EVENT})
+
+
+def _skip_reason(
+    agent: Agent, tracking: AgentTracking, items: list[dict], stop_hook_active: bool
+) -> str | None:
+    session = agent.session
+    unfinished = [i for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)]
+    if not settings.AGENTBOARD_ENFORCER_ENABLED:
+        return "the enforcer is switched off on this server"
+    if not session.enforcer_enabled:
+        return "the enforcer is switched off for this session"
+    if not unfinished:
+        return "every task is done" if items else "there is no todo list"
+    if session.permission_mode == PermissionMode.PLAN:
+        return "the session is in plan mode"
+    if agent.agent_type in settings.AGENTBOARD_READ_ONLY_AGENT_TYPES:
+        return f"a {agent.agent_type} agent cannot edit files"
+    if (
+        stop_hook_active
+        and tracking.consecutive_continuations >= settings.AGENTBOARD_CONTINUATION_LIMIT
+    ):
+        return f"it was already continued {tracking.consecutive_continuations} times in a row"
+    if tracking.last_error_at and timezone.now() - tracking.last_error_at < timedelta(
+        seconds=settings.AGENTBOARD_ERROR_COOLDOWN_SECONDS
+    ):
+        return "an error was reported moments ago"
+    if agent.children.filter(status=Agent.Status.RUNNING).exists():
+        return "its subagents are still running"
+    if tracking.continued_at_revision == agent.todo_revision and stop_hook_active:
+        return "it was already asked to continue and has not updated its list since"
+    return None
+
+
+def continuation_begin(*, agent_pk: int, stop_hook_active: bool) -> Continuation:
+    """A Stop arrived: start a countdown (status counting) or record why the agent may stop."""
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().select_related("session").get(pk=agent_pk)
+        tracking = tracking_for(agent)
+        if not stop_hook_active:
+            tracking.consecutive_continuations = 0
+        _cancel_counting(agent, reason="a newer stop arrived")
+        items = _current_items(agent)
+        unfinished = sum(
+            1 for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)
+        )
+        events = []
+        if unfinished:
+            events += _set_flags(
+                agent, tracking, [*{*tracking.current_flags, "stopped_unfinished"}]
+            )
+        reason = _skip_reason(agent, tracking, items, stop_hook_active)
+        now = timezone.now()
+        if reason is None:
+            continuation = Continuation.objects.create(
+                agent=agent,
+                status=Continuation.Status.COUNTING,
+                unfinished=unfinished,
+                todo_revision=agent.todo_revision,
+                deadline=now
+                + timedelta(seconds=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS),
+            )
+        else:
+            continuation = Continuation.objects.create(
+                agent=agent,
+                status=Continuation.Status.SKIPPED,
+                reason=reason,
+                unfinished=unfinished,
+                todo_revision=agent.todo_revision,
+                resolved_at=now,
+            )
+            if unfinished:
+                events.append(
+                    _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Let it stop: {reason}.")
+                )
+        tracking.save()
+        _publish(agent, events)
+    return continuation
+
+
+def continuation_finish(*, continuation_pk: int) -> Continuation:
+    """The countdown ran out: continue the agent, exactly once, unless it was cancelled."""
+    with transaction.atomic():
+        continuation = Continuation.objects.select_related("agent", "agent__session").get(
+            pk=continuation_pk
+        )
+        agent = continuation.agent
+        prompt = continuation_prompt(_current_items(agent))
+        sent = Continuation.objects.filter(
+            pk=continuation_pk, status=Continuation.Status.COUNTING
+        ).update(status=Continuation.Status.SENT, prompt=prompt, resolved_at=timezone.now())
+        if sent:
+            tracking = tracking_for(agent)
+            tracking.consecutive_continuations += 1
+            tracking.continued_at_revision = continuation.todo_revision
+            tracking.save()
+            event = _record(
+                agent,
+                EnforcerEvent.Kind.CONTINUATION,
+                f"Continued the agent ({continuation.unfinished} task"
+                f"{'s' if continuation.unfinished != 1 else ''} left).",
+            )
+            _publish(agent, [event])
+        continuation.refresh_from_db()
+    return continuation
+
+
+def continuation_cancel(*, continuation_pk: int, by: str) -> bool:
+    """The lead clicked Cancel (from any server process). True if a countdown was stopped."""
+    with transaction.atomic():
+        continuation = Continuation.objects.select_related("agent").get(pk=continuation_pk)
+        cancelled = Continuation.objects.filter(
+            pk=continuation_pk, status=Continuation.Status.COUNTING
+        ).update(
+            status=Continuation.Status.CANCELLED,
+            reason=f"cancelled by {by}",
+            resolved_at=timezone.now(),
+        )
+        if cancelled:
+            event = _record(
+                continuation.agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled by {by}."
+            )
+            _publish(continuation.agent, [event])
+            live.after_commit(_notify_resolved, continuation_pk=continuation_pk)
+    return bool(cancelled)
+
+
+async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> None:
+    """Wait for the countdown: returns when it is cancelled (any process) or the time is up."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = continuation_group(continuation_pk)
+    await layer.group_add(group, channel)
+    try:
+        status = await sync_to_async(
+            lambda: Continuation.objects.values_list("status", flat=True).get(pk=continuation_pk)
+        )()
+        if status != Continuation.Status.COUNTING:
+            return
+        try:
+            await asyncio.wait_for(layer.receive(channel), timeout)
+        except TimeoutError:
+            return
+    finally:
+        await layer.group_discard(group, channel)
+
+
+async def stop_hook_answer(*, agent_pk: int, stop_hook_active: bool) -> dict:
+    """The answer to a Stop / SubagentStop hook: `{"decision": "block", ...}` or `{}`.
+
+    Never raises: whatever goes wrong, the agent is let stop rather than broken.
+    """
+    try:
+        continuation = await sync_to_async(continuation_begin)(
+            agent_pk=agent_pk, stop_hook_active=stop_hook_active
+        )
+        if continuation.status != Continuation.Status.COUNTING:
+            return {}
+        await wait_until_resolved_or_due(
+            continuation.pk, settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS
+        )
+        continuation = await sync_to_async(continuation_finish)(continuation_pk=continuation.pk)
+        if continuation.status == Continuation.Status.SENT:
+            return {"decision": "block", "reason": continuation.prompt}
+        return {}
+    except Exception:
+        logger.exception("the continuation enforcer failed; letting the agent stop")
+        return {}

@@ -149,7 +149,7 @@ def plan_decided(*, plan_pk: int) -> None:
     _send(plan_group(plan_pk), PlanDecided(type="plan.decided", plan_id=plan_pk))
 
 
-def plans_changed(*, plan_pks: list[int], created: int | None = None) -> None:
+def plans_changed(*, plan_pks: list[int]) -> None:
     """Plans were submitted, decided, withdrawn or expired: the header count, the queue, the
     session boards and overview rows, and the review pages of these plans."""
     from dashboard import selectors

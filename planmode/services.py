@@ -105,18 +105,12 @@ def _finish(
     return True
 
 
-def _notify_after_commit(*, changed: list[int], created: int | None = None) -> None:
+def _notify_after_commit(*, decided: list[int], submitted: int | None = None) -> None:
     """Waiting agents first (they are blocked), then every page showing these plans."""
-    for plan_pk in changed:
+    for plan_pk in decided:
         transaction.on_commit(partial(live.plan_decided, plan_pk=plan_pk), robust=True)
-    transaction.on_commit(
-        partial(
-            live.plans_changed,
-            plan_pks=[*changed, *([created] if created else [])],
-            created=created,
-        ),
-        robust=True,
-    )
+    changed = [*decided, *([submitted] if submitted else [])]
+    transaction.on_commit(partial(live.plans_changed, plan_pks=changed), robust=True)
 
 
 def plan_submit(
@@ -182,7 +176,7 @@ def plan_submit(
                 ),
                 robust=True,
             )
-        _notify_after_commit(changed=withdrawn, created=new_plan.pk)
+        _notify_after_commit(decided=withdrawn, submitted=new_plan.pk)
     return new_plan
 
 
@@ -243,7 +237,7 @@ def plan_decide(
         if approve and not still_waiting.exists():
             Session.objects.filter(pk=plan.session_id).update(permission_mode=plan.mode_after)
             plan.session.permission_mode = plan.mode_after
-        _notify_after_commit(changed=[plan.pk])
+        _notify_after_commit(decided=[plan.pk])
     return plan
 
 
@@ -256,7 +250,7 @@ def plan_expire(*, plan_id: int) -> Plan:
         if plan is None:
             raise _not_found(plan_id)
         if _finish(plan, outcome=PlanStatus.EXPIRED):
-            _notify_after_commit(changed=[plan.pk])
+            _notify_after_commit(decided=[plan.pk])
     return plan
 
 

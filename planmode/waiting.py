@@ -13,7 +13,12 @@ from planmode.models import Plan, PlanStatus
 
 @database_sync_to_async
 def _load(plan_id: int) -> Plan | None:
-    return Plan.objects.select_related("session", "agent", "decided_by").filter(pk=plan_id).first()
+    # Everything plan_state() reads, so async callers can use the plan without a query.
+    return (
+        Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
+        .filter(pk=plan_id)
+        .first()
+    )
 
 
 async def wait_for_decision(plan_id: int, timeout: float) -> Plan | None:

@@ -65,13 +65,20 @@ def logged_in_opener(server: LiveServer) -> tuple[urllib.request.OpenerDirector,
     form = urllib.parse.urlencode(
         {"username": server.username, "password": server.password, "csrfmiddlewaretoken": csrf}
     ).encode()
-    opener.open(urllib.request.Request(f"{server.url}/accounts/login/", data=form,
-                                       headers={"Referer": f"{server.url}/accounts/login/"}))
+    opener.open(
+        urllib.request.Request(
+            f"{server.url}/accounts/login/",
+            data=form,
+            headers={"Referer": f"{server.url}/accounts/login/"},
+        )
+    )
     cookies = "; ".join(f"{c.name}={c.value}" for c in jar)
     return opener, cookies
 
 
-async def write_to_browser(server: LiveServer, cookies: str, session: str, rounds: int) -> list[float]:
+async def write_to_browser(
+    server: LiveServer, cookies: str, session: str, rounds: int
+) -> list[float]:
     """Seconds from sending a write to a board socket receiving the re-rendered card."""
     latencies = []
     async with websockets.connect(
@@ -98,22 +105,31 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        server = LiveServer(url=f"http://127.0.0.1:{port}", port=port,
-                            env=server_env(Path(tmp), database_url=None),
-                            log_path=Path(tmp) / "server.log")
+        server = LiveServer(
+            url=f"http://127.0.0.1:{port}",
+            port=port,
+            env=server_env(Path(tmp), database_url=None),
+            log_path=Path(tmp) / "server.log",
+        )
         server.start()
         try:
             writes = [put(server, "bench", "bench", todos(10, n % 10)) for n in range(args.writes)]
             print(summary("PUT todos, one agent, sequential", writes))
             with ThreadPoolExecutor(4) as pool:
-                parallel = list(pool.map(
-                    lambda n: put(server, "bench-par", f"agent-{n % 4}", todos(10, n % 10)),
-                    range(args.writes),
-                ))
+                parallel = list(
+                    pool.map(
+                        lambda n: put(server, "bench-par", f"agent-{n % 4}", todos(10, n % 10)),
+                        range(args.writes),
+                    )
+                )
             print(summary("PUT todos, 4 agents, 4 concurrent clients", parallel))
             for a in range(args.agents):
-                put(server, "bench-big", "bench-big" if a == 0 else f"sub-{a}",
-                    todos(args.todos, a % args.todos))
+                put(
+                    server,
+                    "bench-big",
+                    "bench-big" if a == 0 else f"sub-{a}",
+                    todos(args.todos, a % args.todos),
+                )
             opener, cookies = logged_in_opener(server)
             pages = []
             for path in ["/", "/sessions/bench-big/"] * 20:
@@ -121,8 +137,12 @@ def main() -> None:
                 opener.open(f"{server.url}{path}").read()
                 pages.append((path, time.perf_counter() - started))
             print(summary("GET / (3 sessions)", [s for p, s in pages if p == "/"]))
-            print(summary(f"GET board ({args.agents} agents x {args.todos} todos)",
-                          [s for p, s in pages if p != "/"]))
+            print(
+                summary(
+                    f"GET board ({args.agents} agents x {args.todos} todos)",
+                    [s for p, s in pages if p != "/"],
+                )
+            )
             fanout = asyncio.run(write_to_browser(server, cookies, "bench", 50))
             print(summary("PUT -> card fragment on a board socket", fanout))
         finally:

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.browser
 def put_todos(server, session_id: str, agent_id: str, todos: list[dict]) -> dict:
     request = urllib.request.Request(
         f"{server.url}/api/v1/sessions/{session_id}/agents/{agent_id}/todos",
-        data=json.dumps({"todos": todos}).encode(), method="PUT",
+        data=json.dumps({"todos": todos}).encode(),
+        method="PUT",
         headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -21,10 +22,19 @@ def put_todos(server, session_id: str, agent_id: str, todos: list[dict]) -> dict
 
 
 def test_a_card_ticks_along_after_an_api_write_without_reload(agentboard_server, page):
-    put_todos(agentboard_server, "sess-e2e", "sess-e2e", [
-        {"content": "Add a dark mode toggle", "status": "in_progress", "activeForm": "Adding a dark mode toggle"},
-        {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
-    ])
+    put_todos(
+        agentboard_server,
+        "sess-e2e",
+        "sess-e2e",
+        [
+            {
+                "content": "Add a dark mode toggle",
+                "status": "in_progress",
+                "activeForm": "Adding a dark mode toggle",
+            },
+            {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"},
+        ],
+    )
     login(page, agentboard_server)
     page.goto(f"{agentboard_server.url}/sessions/sess-e2e/")
     page.wait_for_selector("#connection[data-state=live]")
@@ -33,12 +43,27 @@ def test_a_card_ticks_along_after_an_api_write_without_reload(agentboard_server,
     assert "Adding a dark mode toggle…" in card.locator(".is-in_progress strong").inner_text()
     page.evaluate("window.__marker = 'not reloaded'")
 
-    put_todos(agentboard_server, "sess-e2e", "sess-e2e", [
-        {"content": "Add a dark mode toggle", "status": "completed", "activeForm": "Adding a dark mode toggle"},
-        {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"},
-        {"content": "<script>window.__pwned = 1</script>", "status": "pending"},
-    ])
-    page.wait_for_function("document.querySelector('article.card').innerText.includes('Tasks (1/3)')")
+    put_todos(
+        agentboard_server,
+        "sess-e2e",
+        "sess-e2e",
+        [
+            {
+                "content": "Add a dark mode toggle",
+                "status": "completed",
+                "activeForm": "Adding a dark mode toggle",
+            },
+            {
+                "content": "Run the tests",
+                "status": "in_progress",
+                "activeForm": "Running the tests",
+            },
+            {"content": "<script>window.__pwned = 1</script>", "status": "pending"},
+        ],
+    )
+    page.wait_for_function(
+        "document.querySelector('article.card').innerText.includes('Tasks (1/3)')"
+    )
     assert page.evaluate("window.__marker") == "not reloaded"
     assert page.evaluate("window.__pwned") is None
     assert card.locator(".is-completed .text").inner_text() == "Add a dark mode toggle"
@@ -50,9 +75,18 @@ def test_a_card_ticks_along_after_an_api_write_without_reload(agentboard_server,
 def test_the_board_reconnects_after_a_server_restart_and_shows_what_it_missed(
     agentboard_server, page
 ):
-    put_todos(agentboard_server, "sess-restart", "sess-restart", [
-        {"content": "Write the migration", "status": "in_progress", "activeForm": "Writing the migration"},
-    ])
+    put_todos(
+        agentboard_server,
+        "sess-restart",
+        "sess-restart",
+        [
+            {
+                "content": "Write the migration",
+                "status": "in_progress",
+                "activeForm": "Writing the migration",
+            },
+        ],
+    )
     login(page, agentboard_server)
     page.goto(f"{agentboard_server.url}/sessions/sess-restart/")
     page.wait_for_selector("#connection[data-state=live]")
@@ -63,10 +97,19 @@ def test_the_board_reconnects_after_a_server_restart_and_shows_what_it_missed(
 
     agentboard_server.start()
     # Written while the page had no socket: it must appear once the page reconnects.
-    put_todos(agentboard_server, "sess-restart", "sess-restart", [
-        {"content": "Write the migration", "status": "completed", "activeForm": "Writing the migration"},
-        {"content": "Deploy", "status": "in_progress", "activeForm": "Deploying"},
-    ])
+    put_todos(
+        agentboard_server,
+        "sess-restart",
+        "sess-restart",
+        [
+            {
+                "content": "Write the migration",
+                "status": "completed",
+                "activeForm": "Writing the migration",
+            },
+            {"content": "Deploy", "status": "in_progress", "activeForm": "Deploying"},
+        ],
+    )
     page.wait_for_selector("#connection[data-state=live]", timeout=60_000)
     page.wait_for_function(
         "document.querySelector('article.card').innerText.includes('Tasks (1/2)')"

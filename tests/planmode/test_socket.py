@@ -10,7 +10,7 @@ from dashboard.consumers import BoardConsumer
 from dashboard.routing import websocket_application
 from planmode import waiting
 from planmode.models import Plan
-from planmode.services import plan_decide, plan_submit
+from planmode.services import plan_decide, plan_state, plan_submit
 from planmode.waiting import wait_for_decision
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -182,6 +182,8 @@ async def test_a_waiter_wakes_up_when_the_plan_is_decided(user, reviewer, monkey
     await decide(plan_id=plan.pk, reviewer=reviewer, approve=True, auto_accept=True)
     decided = await asyncio.wait_for(waiter, 5)
     assert (decided.status, decided.mode_after) == ("approved", "acceptEdits")
+    # Ready to answer from async code (a held hook request) without touching the database.
+    assert plan_state(decided)["decided_by"] == "lead"
 
 
 async def test_a_decision_made_before_the_waiter_reads_is_not_lost(user, reviewer, monkeypatch):

@@ -27,8 +27,9 @@ def write(user, items, *, agent_id=SESSION, agent_type=""):
         source=TodoRevision.Source.API,
         agent_type=agent_type,
     )
-    return Agent.objects.select_related("session").get(session__session_id=SESSION,
-                                                      agent_id=agent_id)
+    return Agent.objects.select_related("session").get(
+        session__session_id=SESSION, agent_id=agent_id
+    )
 
 
 UNFINISHED = [
@@ -61,8 +62,9 @@ def test_a_reminder_comes_on_the_seventh_step_without_a_write_with_the_numbered_
     results = steps(agent, 7)
     assert results[:6] == [None] * 6
     assert results[6] is not None
-    assert "1. [completed] Fix tests\n2. [in_progress] Update docs\n3. [pending] Run build" in (
-        results[6]
+    assert (
+        "1. [completed] Fix tests\n2. [in_progress] Update docs\n3. [pending] Run build"
+        in (results[6])
     )
     assert EnforcerEvent.objects.filter(agent=agent, kind="reminder").count() == 1
 
@@ -91,7 +93,7 @@ def test_the_same_hook_delivered_twice_counts_as_one_step(agent):
 @pytest.mark.django_db
 def test_an_empty_list_gets_the_gentler_wording(user):
     agent = write(user, [])
-    text = [t for t in steps(agent, 7) if t][0]
+    text = next(t for t in steps(agent, 7) if t)
     assert "not tracking this work in a todo list" in text
     assert "1." not in text
 
@@ -137,8 +139,11 @@ def test_a_stale_list_is_flagged_on_the_card(agent):
 @pytest.mark.django_db
 def test_batch_completion_is_flagged_and_kept_in_the_history(user):
     agent = write(user, [{"content": c, "status": "pending"} for c in "ABC"])
-    write(user, [{"content": c, "status": "completed"} for c in "AB"] + [
-        {"content": "C", "status": "in_progress"}])
+    write(
+        user,
+        [{"content": c, "status": "completed"} for c in "AB"]
+        + [{"content": "C", "status": "in_progress"}],
+    )
     tracking = AgentTracking.objects.get(agent=agent)
     assert "batch_completion" in tracking.current_flags
     assert EnforcerEvent.objects.filter(agent=agent, code="batch_completion").exists()
@@ -147,7 +152,9 @@ def test_batch_completion_is_flagged_and_kept_in_the_history(user):
 @pytest.mark.django_db
 def test_one_item_completed_at_a_time_raises_no_batch_flag(user):
     agent = write(user, [{"content": c, "status": "pending"} for c in "AB"])
-    write(user, [{"content": "A", "status": "completed"}, {"content": "B", "status": "in_progress"}])
+    write(
+        user, [{"content": "A", "status": "completed"}, {"content": "B", "status": "in_progress"}]
+    )
     assert AgentTracking.objects.get(agent=agent).current_flags == []
 
 
@@ -196,13 +203,22 @@ def test_a_continuation_is_sent_once_even_if_finished_twice(agent):
 @pytest.mark.parametrize(
     ("setup", "reason"),
     [
-        (lambda a, s: setattr(s, "AGENTBOARD_ENFORCER_ENABLED", False), "switched off on this server"),
-        (lambda a, s: Session.objects.filter(pk=a.session_id).update(enforcer_enabled=False),
-         "switched off for this session"),
-        (lambda a, s: Session.objects.filter(pk=a.session_id).update(permission_mode="plan"),
-         "plan mode"),
-        (lambda a, s: AgentTracking.objects.filter(agent=a).update(last_error_at=timezone.now()),
-         "an error was reported"),
+        (
+            lambda a, s: setattr(s, "AGENTBOARD_ENFORCER_ENABLED", False),
+            "switched off on this server",
+        ),
+        (
+            lambda a, s: Session.objects.filter(pk=a.session_id).update(enforcer_enabled=False),
+            "switched off for this session",
+        ),
+        (
+            lambda a, s: Session.objects.filter(pk=a.session_id).update(permission_mode="plan"),
+            "plan mode",
+        ),
+        (
+            lambda a, s: AgentTracking.objects.filter(agent=a).update(last_error_at=timezone.now()),
+            "an error was reported",
+        ),
     ],
     ids=["globally-off", "session-off", "plan-mode", "recent-error"],
 )
@@ -218,7 +234,9 @@ def test_the_enforcer_lets_the_agent_stop_when(settings, agent, setup, reason):
 
 @pytest.mark.django_db
 def test_it_lets_a_finished_agent_stop(user):
-    agent = write(user, [{"content": "A", "status": "completed"}, {"content": "B", "status": "cancelled"}])
+    agent = write(
+        user, [{"content": "A", "status": "completed"}, {"content": "B", "status": "cancelled"}]
+    )
     assert begin(agent).reason == "every task is done"
 
 
@@ -281,7 +299,8 @@ def test_a_user_prompt_clears_the_error_cooldown(agent):
 def test_the_error_cooldown_runs_out(settings, agent):
     AgentTracking.objects.get_or_create(agent=agent)
     AgentTracking.objects.filter(agent=agent).update(
-        last_error_at=timezone.now() - timedelta(seconds=settings.AGENTBOARD_ERROR_COOLDOWN_SECONDS + 1)
+        last_error_at=timezone.now()
+        - timedelta(seconds=settings.AGENTBOARD_ERROR_COOLDOWN_SECONDS + 1)
     )
     assert begin(agent).status == Continuation.Status.COUNTING
 
@@ -326,7 +345,9 @@ async def test_the_stop_hook_answer_blocks_after_the_countdown(quick, user):
 async def test_a_cancel_during_the_countdown_lets_the_agent_stop_at_once(settings, user):
     settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 30
     agent = await sync_to_async(write)(user, UNFINISHED)
-    waiting = asyncio.create_task(enforcer.stop_hook_answer(agent_pk=agent.pk, stop_hook_active=False))
+    waiting = asyncio.create_task(
+        enforcer.stop_hook_answer(agent_pk=agent.pk, stop_hook_active=False)
+    )
     counting = Continuation.objects.filter(agent=agent, status=Continuation.Status.COUNTING)
     for _ in range(200):
         if await counting.aexists():
@@ -358,8 +379,13 @@ async def test_a_socket_agent_gets_a_reminder_frame_on_its_seventh_step(user, to
     try:
         for number in range(7):
             await socket.send_json_to(
-                {"type": "step", "id": number, "session_id": SESSION, "agent_id": SESSION,
-                 "key": f"turn-{number}"}
+                {
+                    "type": "step",
+                    "id": number,
+                    "session_id": SESSION,
+                    "agent_id": SESSION,
+                    "key": f"turn-{number}",
+                }
             )
             ack = await socket.receive_json_from(timeout=5)
             assert ack["type"] == "ack"

@@ -11,10 +11,10 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import RequestDataTooBig
@@ -44,6 +44,10 @@ from dashboard.services import (
     agent_touch,
     token_authenticate,
 )
+from planmode.models import Plan, PlanStatus
+from planmode.services import plan_expire, plan_state, plan_submit
+from planmode.waiting import wait_for_decision
+from todos import enforcer
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
 from todos.services import current_todos, todo_list_replace
@@ -59,6 +63,9 @@ LIFECYCLE_EVENTS = frozenset(
      "PreCompact", "Notification"}
 )
 TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+# Other events that only matter to the continuation enforcer: every tool use is a step for the
+# todo reminders, and an API error starts its cooldown.
+ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"})
 
 
 # --- the view ------------------------------------------------------------------------------
@@ -158,20 +165,49 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
         return _plan_tool_used
     if event == "PermissionRequest" and tool == "ExitPlanMode":
         return _plan_permission_request
+    if event in ENFORCER_EVENTS:
+        return _lifecycle
     return None
 
 
 # --- lifecycle and activity ------------------------------------------------------------------
 
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Lifecycle and activity: update the board, then let the enforcer have its say."""
     hook = _validate(HookInput, payload)
-    await sync_to_async(_record_event)(owner=owner, hook=hook)
-    return {}
+    if hook.hook_event_name in {"Stop", "SubagentStop"}:
+        agent_pk = await sync_to_async(_record_event)(owner=owner, hook=hook)
+        background = payload.get("background_tasks")
+        # Held for the continuation countdown; the answer is {} on any failure.
+        return await enforcer.stop_hook_answer(
+            agent_pk=agent_pk,
+            stop_hook_active=payload.get("stop_hook_active") is True,
+            background_tasks=len(background) if isinstance(background, list) else 0,
+        )
+    text = await sync_to_async(_record_and_enforce)(owner=owner, hook=hook, payload=payload)
+    return enforcer.additional_context(hook.hook_event_name, text)
 
 
-def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> None:
+def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> int:
     with transaction.atomic():
-        hook_observe(owner=owner, hook=hook, notify=True)
+        return hook_observe(owner=owner, hook=hook, notify=True).agent.pk
+
+
+def _record_and_enforce(
+    *, owner: AbstractBaseUser, hook: HookInput, payload: dict[str, Any]
+) -> str | None:
+    """Record the event; returns the reminder or re-injected list for the model, if any."""
+    event = hook.hook_event_name
+    with transaction.atomic():
+        # A plain tool use is frequent and changes nothing visible: no board update for it.
+        agent = hook_observe(owner=owner, hook=hook, notify=event in LIFECYCLE_EVENTS).agent
+    return enforcer.on_hook(
+        agent=agent,
+        event=event,
+        tool_name=str(payload.get("tool_name") or ""),
+        tool_use_id=str(payload.get("tool_use_id") or ""),
+        source=str(payload.get("source") or ""),
+    )
 
 
 def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> ResolvedAgent:
@@ -219,14 +255,11 @@ def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> R
     agent_touch(agent=agent)
     if notify or session_fields or resolved.agent_created or resolved.session_created:
         for index, changed in enumerate(changed_agents):
-            transaction.on_commit(
-                partial(
-                    live.agent_changed,
-                    agent_pk=changed.pk,
-                    agent_created=resolved.agent_created and index == 0,
-                    session_created=resolved.session_created and index == 0,
-                ),
-                robust=True,
+            live.after_commit(
+                live.agent_changed,
+                agent_pk=changed.pk,
+                agent_created=resolved.agent_created and index == 0,
+                session_created=resolved.session_created and index == 0,
             )
     return resolved
 
@@ -368,18 +401,47 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
     """
     hook = _validate(ToolHookInput, payload)
     plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
-    state = await sync_to_async(_plan_submit)(owner=owner, hook=hook, plan_input=plan_input)
-    if state["status"] == "pending":
-        state = await _hold_until_decided(state["id"])
+    submitted = asyncio.ensure_future(
+        sync_to_async(_plan_submit)(owner=owner, hook=hook, plan_input=plan_input)
+    )
+    try:
+        state = await asyncio.shield(submitted)
+        if state["status"] == "pending":
+            state = await _hold_until_decided(state["id"])
+    except BaseException:
+        # Claude Code gave up on the request (the user answered in the terminal, the agent was
+        # interrupted, the connection dropped) or the wait failed: either way nobody waits for
+        # this plan any more. The server may cancel this request again at any moment, so the
+        # expiry runs on its own.
+        task = asyncio.get_running_loop().create_task(_expire_abandoned(submitted))
+        _cleanup_tasks.add(task)
+        task.add_done_callback(_cleanup_tasks.discard)
+        raise
     return permission_decision(state, payload["tool_input"])
+
+
+# Strong references: the event loop keeps only weak ones to the tasks it runs.
+_cleanup_tasks: set[asyncio.Task[None]] = set()
+
+
+async def _expire_abandoned(submitted: asyncio.Future[dict[str, Any]]) -> None:
+    try:
+        state = await submitted
+    except Exception:
+        return  # refused (the request got its error): there is no plan to expire
+    if state["status"] != "pending":
+        return
+    try:
+        # The shared thread pool bounds how many run at once: when many requests drop
+        # together (a restart), they must not each open a database connection at once.
+        await database_sync_to_async(plan_expire, thread_sensitive=False)(plan_id=state["id"])
+    except Exception:
+        logger.exception("could not expire plan %s after its hook request went away", state["id"])
 
 
 def _plan_submit(
     *, owner: AbstractBaseUser, hook: ToolHookInput, plan_input: ExitPlanModeToolInput
 ) -> dict[str, Any]:
-    from planmode.models import Plan, PlanStatus
-    from planmode.services import plan_state, plan_submit
-
     with transaction.atomic():
         agent = hook_observe(owner=owner, hook=hook, notify=False).agent
         # PermissionRequest input has no tool_use_id: the same plan still waiting for this agent
@@ -407,29 +469,14 @@ def _plan_submit(
 
 
 async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
-    from planmode.services import plan_expire
-    from planmode.waiting import wait_for_decision
-
     await sync_to_async(_release_db_connection)()
-    try:
-        plan = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
-    except asyncio.CancelledError:
-        # Claude Code gave up on the request (the user answered in the terminal, the agent was
-        # interrupted): nobody is waiting for this plan any more.
-        try:
-            await sync_to_async(plan_expire)(plan_id=plan_id)
-        except Exception:
-            logger.exception("could not expire plan %s after its hook went away", plan_id)
-        raise
+    plan = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
     if plan is None:
         plan = await sync_to_async(plan_expire)(plan_id=plan_id)
     return await sync_to_async(_plan_state)(plan.pk)
 
 
 def _plan_state(plan_id: int) -> dict[str, Any]:
-    from planmode.models import Plan
-    from planmode.services import plan_state
-
     return plan_state(Plan.objects.select_related("session", "agent", "decided_by").get(pk=plan_id))
 
 
@@ -459,8 +506,6 @@ async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
 
 
 def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> str:
-    from planmode.models import PlanStatus
-
     with transaction.atomic():
         agent = hook_observe(owner=owner, hook=hook, notify=False).agent
         approved = agent.plans.filter(status=PlanStatus.APPROVED)

@@ -146,7 +146,17 @@ if redis_url := os.environ.get("REDIS_URL"):
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [redis_url],
+                "hosts": [
+                    {
+                        "address": redis_url,
+                        # channels_redis waits up to 5 s in a blocking read; redis-py's default
+                        # 5 s socket timeout cuts that read short and breaks every waiter.
+                        "socket_timeout": 15,
+                        # redis-py's default pool of 100 fails (instead of waiting) when hundreds
+                        # of held hook requests subscribe or leave at the same moment.
+                        "max_connections": 2000,
+                    }
+                ],
                 "prefix": os.environ.get("AGENTBOARD_REDIS_PREFIX", "agentboard"),
                 "capacity": 1000,
                 "expiry": 30,
@@ -213,7 +223,9 @@ AGENTBOARD_REMINDER_STEPS_SINCE_WRITE = envint("AGENTBOARD_REMINDER_STEPS_SINCE_
 AGENTBOARD_REMINDER_STEPS_BETWEEN = envint("AGENTBOARD_REMINDER_STEPS_BETWEEN", 3)
 AGENTBOARD_ENFORCER_ENABLED = envbool("AGENTBOARD_ENFORCER_ENABLED", True)
 # Seconds the board shows "Resuming in Ns…" before an agent with unfinished tasks is continued.
-AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = envfloat("AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS", 2.0)
+AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = envfloat(
+    "AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS", 2.0
+)
 # Consecutive continuations before the agent is let stop (Claude Code itself stops at 8).
 AGENTBOARD_CONTINUATION_LIMIT = envint("AGENTBOARD_CONTINUATION_LIMIT", 5)
 if not 1 <= AGENTBOARD_CONTINUATION_LIMIT < 8:
@@ -226,3 +238,5 @@ AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", [
 # How long the Claude Code PermissionRequest hook holds a plan for a reviewer before answering
 # "no decision" (Claude Code then asks in the terminal). Keep it below the hook's timeout (600 s).
 AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)
+if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS must be a positive number.")

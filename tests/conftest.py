@@ -245,7 +245,9 @@ def server_factory(tmp_path) -> Iterator:
     database: dict[str, str] = {}
     prefix = f"agentboard-test-{secrets.token_hex(4)}"
 
-    def start(*, shared_with: LiveServer | None = None) -> LiveServer:
+    def start(
+        *, shared_with: LiveServer | None = None, env: dict[str, str] | None = None
+    ) -> LiveServer:
         data_dir = tmp_path / f"server{len(servers)}"
         data_dir.mkdir()
         database_url = None
@@ -262,7 +264,8 @@ def server_factory(tmp_path) -> Iterator:
         port = free_port()
         server = LiveServer(
             url=f"http://127.0.0.1:{port}", port=port,
-            env=server_env(data_dir, database_url=database_url, redis_prefix=prefix),
+            env=server_env(data_dir, database_url=database_url, redis_prefix=prefix)
+            | (env or {}),
             log_path=tmp_path / f"server{len(servers)}.log",
         )
         if shared_with is not None:

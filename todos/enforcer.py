@@ -302,7 +302,11 @@ def _notify_resolved(continuation_pk: int) -> None:
 
 
 def _skip_reason(
-    agent: Agent, tracking: AgentTracking, items: list[dict], stop_hook_active: bool
+    agent: Agent,
+    tracking: AgentTracking,
+    items: list[dict],
+    stop_hook_active: bool,
+    background_tasks: int = 0,
 ) -> str | None:
     session = agent.session
     unfinished = [i for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)]
@@ -325,6 +329,8 @@ def _skip_reason(
         seconds=settings.AGENTBOARD_ERROR_COOLDOWN_SECONDS
     ):
         return "an error was reported moments ago"
+    if background_tasks:
+        return "its background tasks are still running"
     if agent.children.filter(status=Agent.Status.RUNNING).exists():
         return "its subagents are still running"
     if tracking.continued_at_revision == agent.todo_revision and stop_hook_active:
@@ -332,7 +338,9 @@ def _skip_reason(
     return None
 
 
-def continuation_begin(*, agent_pk: int, stop_hook_active: bool) -> Continuation:
+def continuation_begin(
+    *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
+) -> Continuation:
     """A Stop arrived: start a countdown (status counting) or record why the agent may stop."""
     with transaction.atomic():
         agent = Agent.objects.select_for_update().select_related("session").get(pk=agent_pk)
@@ -349,7 +357,7 @@ def continuation_begin(*, agent_pk: int, stop_hook_active: bool) -> Continuation
             events += _set_flags(
                 agent, tracking, [*{*tracking.current_flags, "stopped_unfinished"}]
             )
-        reason = _skip_reason(agent, tracking, items, stop_hook_active)
+        reason = _skip_reason(agent, tracking, items, stop_hook_active, background_tasks)
         now = timezone.now()
         if reason is None:
             continuation = Continuation.objects.create(
@@ -445,14 +453,16 @@ async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> No
         await layer.group_discard(group, channel)
 
 
-async def stop_hook_answer(*, agent_pk: int, stop_hook_active: bool) -> dict:
+async def stop_hook_answer(
+    *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
+) -> dict:
     """The answer to a Stop / SubagentStop hook: `{"decision": "block", ...}` or `{}`.
 
     Never raises: whatever goes wrong, the agent is let stop rather than broken.
     """
     try:
         continuation = await sync_to_async(continuation_begin)(
-            agent_pk=agent_pk, stop_hook_active=stop_hook_active
+            agent_pk=agent_pk, stop_hook_active=stop_hook_active, background_tasks=background_tasks
         )
         if continuation.status != Continuation.Status.COUNTING:
             return {}
@@ -466,3 +476,42 @@ async def stop_hook_answer(*, agent_pk: int, stop_hook_active: bool) -> dict:
     except Exception:
         logger.exception("the continuation enforcer failed; letting the agent stop")
         return {}
+
+
+# --- hooks ---------------------------------------------------------------------------------------
+
+TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+CONTEXT_EVENTS = frozenset({"PostToolUse", "UserPromptSubmit", "SessionStart"})
+
+
+def additional_context(event: str, text: str | None) -> dict:
+    """Hook output that hands `text` to the model, for the events that can carry it."""
+    if not text or event not in CONTEXT_EVENTS:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def on_hook(
+    *, agent: Agent, event: str, tool_name: str = "", tool_use_id: str = "", source: str = ""
+) -> str | None:
+    """What a Claude Code hook means for the enforcer; returns context for the model, if any.
+
+    Tool uses are the steps counted for reminders (a todo tool resets the count through its
+    write instead); every sign of activity cancels a running countdown.
+    """
+    if event in {"PostToolUse", "PostToolUseFailure"}:
+        if tool_name in TODO_TOOLS:
+            on_activity(agent=agent)
+            return None
+        return on_step(agent=agent, key=tool_use_id or None)
+    if event == "UserPromptSubmit":
+        return on_user_prompt(agent=agent)
+    if event == "SessionStart":
+        return on_session_start(agent=agent, source=source)
+    if event == "PreCompact":
+        on_pre_compact(agent=agent)
+    elif event == "StopFailure":
+        on_error(agent=agent)
+    elif event in {"PreToolUse", "Notification", "SubagentStart"}:
+        on_activity(agent=agent)
+    return None

@@ -29,6 +29,10 @@ class HookFailed(Exception):
     """The hook cannot do its job; the message is one sentence for stderr."""
 
 
+class PlanRefused(Exception):
+    """The server answered a plan frame with an error (its message is the reason)."""
+
+
 @dataclass(frozen=True)
 class HookConfig:
     url: str
@@ -155,18 +159,18 @@ async def wait_for_plan_decision(
                     plan = _plan_of(await asyncio.wait_for(socket.recv(), timeout=remaining))
                     if plan is None or (plan_id is not None and plan.get("id") != plan_id):
                         continue
+                    if plan.get("status") != "pending":
+                        return permission_decision(plan, tool_input)
                     if plan_id is None:
                         plan_id = int(plan["id"])
                         where = f": {plan['review_url']}" if plan.get("review_url") else "."
                         print(f"agentboard: plan {plan_id} is waiting for a reviewer{where}",
                               file=stderr)
-                    if plan.get("status") != "pending":
-                        return permission_decision(plan, tool_input)
         except ConnectionClosed as closed:
             if closed.rcvd is not None and closed.rcvd.code == CLOSE_UNAUTHENTICATED:
                 raise HookFailed("Agentboard refused the token in AGENTBOARD_TOKEN.") from None
         except InvalidStatus as refused:
-            if refused.response.status_code in {401, 403, 404}:
+            if refused.response.status_code in {401, 403, 404} or not connected_once:
                 raise HookFailed(
                     f"Agentboard at {config.url} refused the agent socket "
                     f"(HTTP {refused.response.status_code})."
@@ -178,10 +182,6 @@ async def wait_for_plan_decision(
             raise HookFailed(f"Agentboard refused the plan: {refused}") from None
         await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
         backoff = min(backoff * 2, config.max_backoff)
-
-
-class PlanRefused(Exception):
-    pass
 
 
 def _plan_of(text: str | bytes) -> dict[str, Any] | None:

@@ -34,7 +34,11 @@ HOOKED_EVENTS: list[tuple[str, str | None, int]] = [
     ("Stop", None, HOOK_TIMEOUT),
     ("PreCompact", None, HOOK_TIMEOUT),
     ("Notification", None, HOOK_TIMEOUT),
-    ("PostToolUse", "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode", HOOK_TIMEOUT),
+    # Every tool use: todo and plan tools update the board, the others count as steps for the
+    # todo reminders (and the answer can carry a reminder back to the model).
+    ("PostToolUse", None, HOOK_TIMEOUT),
+    ("PostToolUseFailure", None, HOOK_TIMEOUT),
+    ("StopFailure", None, HOOK_TIMEOUT),
     ("TaskCreated", None, HOOK_TIMEOUT),
     ("TaskCompleted", None, HOOK_TIMEOUT),
     ("PermissionRequest", "ExitPlanMode", PLAN_HOOK_TIMEOUT),

@@ -82,8 +82,6 @@ def test_a_plan_waits_on_the_socket_and_gets_the_approval(
 
     code, stdout, _ = hook.finish()
     assert code == 0
-
-
     assert json.loads(stdout) == {
         "hookSpecificOutput": {
             "hookEventName": "PermissionRequest",
@@ -111,8 +109,6 @@ def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
 
     code, stdout, stderr = hook.finish()
     assert code == 0, stderr
-
-
     assert json.loads(stdout)["hookSpecificOutput"]["decision"] == {
         "behavior": "deny", "message": "Split it into two plans.",
     }
@@ -136,8 +132,6 @@ def test_a_decision_taken_while_the_server_was_down_is_not_lost(
 
     code, stdout, stderr = hook.finish()
     assert code == 0, stderr
-
-
     assert json.loads(stdout)["hookSpecificOutput"]["decision"]["behavior"] == "allow"
 
 

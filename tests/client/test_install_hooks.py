@@ -52,12 +52,10 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
         "timeout": 600,
     }]
     ours = settings["hooks"]["PostToolUse"][-1]
-    assert set(ours["matcher"].split("|")) == {
-        "TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"
-    }
+    assert "matcher" not in ours, "every tool use is a step for the todo reminders"
     for event in ("SessionStart", "SessionEnd", "SubagentStart", "SubagentStop",
                   "UserPromptSubmit", "Stop", "PreCompact", "Notification", "TaskCreated",
-                  "TaskCompleted"):
+                  "TaskCompleted", "PostToolUseFailure", "StopFailure"):
         [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]
         assert handler["url"].endswith("/hooks/claude-code")
         assert handler["timeout"] < 600

@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 # The shared sample payloads live beside the repository: <repo>/../shared/fixtures/claude-code.
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
@@ -35,3 +37,11 @@ def hook(agent_api):
         return agent_api.post(HOOK_URL, payload, headers=headers)
 
     return post
+
+
+@pytest.fixture
+async def sync_thread_connections_closed():
+    """Async tests reach the database from asgiref's worker thread; close what it opened, or
+    PostgreSQL refuses to drop the test database at the end of the run."""
+    yield
+    await sync_to_async(connections.close_all)()

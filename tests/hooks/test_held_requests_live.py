@@ -7,6 +7,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,9 +15,9 @@ import pytest
 from tests.client.conftest import Reviewer
 from tests.hooks.conftest import HOOK_URL, load_fixture
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(600)
 
-HELD = 100
+HELD = 200
 WAVE = 10
 
 
@@ -52,17 +53,20 @@ def dechunk(data: bytes) -> bytes:
     return body
 
 
-def database_connections(server) -> int | None:
+def settled(server) -> bool:
+    """With PostgreSQL: only a few connections are open (the submissions' work is done and
+    the held requests gave theirs back). SQLite has no connections to count."""
     url = server.env.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
-        return None
+        return True
     import psycopg
 
     name = urlsplit(url).path.lstrip("/")
     with psycopg.connect(url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as connection:
-        return connection.execute(
+        count = connection.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
         ).fetchone()[0]
+    return count <= 5
 
 
 def test_hundreds_of_held_plans_do_not_block_the_server(agentboard_server):
@@ -78,16 +82,16 @@ def test_hundreds_of_held_plans_do_not_block_the_server(agentboard_server):
                                        session_id=f"held-{n}")
                 held.append(asyncio.create_task(post_hook(server, payload)))
             await until_plan_exists(server, first + WAVE)
+            await until(lambda: settled(server))
         assert not any(task.done() for task in held)
-        # While they all wait, the server answers other hooks at once.
+        # While they all wait, the server answers other hooks promptly (a worker thread per
+        # held request would have run out long ago)...
         started = time.monotonic()
         status, output = await post_hook(server, load_fixture("stop.json"))
         assert (status, output) == (200, {})
-        assert time.monotonic() - started < 1
-        connections = database_connections(server)
-        if connections is not None:
-            # Waiting requests give their database connection back.
-            assert connections < 20
+        assert time.monotonic() - started < 5
+        # ...and the waiting requests hold no database connection.
+        assert settled(server)
         # A decision wakes exactly the request that waits for it...
         decided = held.pop(int(plan_state(server, 1)["session_id"].removeprefix("held-")))
         await asyncio.to_thread(Reviewer(server).decide, 1, "approve")
@@ -100,7 +104,9 @@ def test_hundreds_of_held_plans_do_not_block_the_server(agentboard_server):
         await asyncio.gather(*held, return_exceptions=True)
         await until(lambda: {plan_status(server, n) for n in range(2, HELD + 1)} == {"expired"})
 
-    asyncio.run(scenario())
+    # Its own thread: the session's Playwright browser may hold this thread's event loop.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
 
 
 def plan_state(server, plan_id: int) -> dict | None:
@@ -122,7 +128,7 @@ def plan_status(server, plan_id: int) -> str | None:
 
 
 async def until(condition) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not await asyncio.to_thread(condition):
         assert time.monotonic() < deadline, "the condition never held"
         await asyncio.sleep(0.05)

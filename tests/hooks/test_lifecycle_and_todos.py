@@ -290,11 +290,14 @@ def test_unknown_events_answer_nothing_and_store_nothing(hook, event):
     assert not Session.objects.exists()
 
 
-def test_unknown_tools_answer_nothing(hook):
+def test_other_tools_answer_nothing_but_count_as_steps_for_reminders(hook):
+    from todos.models import AgentTracking
+
     payload = load_fixture("post_tool_use_todowrite.json", tool_name="Bash",
                            tool_input={"command": "ls"})
     assert hook(payload).json() == {}
-    assert not Session.objects.exists()
+    assert hook(payload).json() == {}  # the same delivery twice is one step
+    assert AgentTracking.objects.get().steps_since_write == 1
 
 
 def test_unknown_fields_are_accepted(hook):
@@ -404,6 +407,7 @@ async def receive_fragment(channel: str) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("sync_thread_connections_closed")
 async def test_lifecycle_events_reach_the_open_boards_live(token):
     client = AsyncHook(token)
     layer = get_channel_layer()
@@ -428,6 +432,7 @@ async def test_lifecycle_events_reach_the_open_boards_live(token):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("sync_thread_connections_closed")
 async def test_a_todowrite_hook_reaches_the_open_board_live(token):
     client = AsyncHook(token)
     await client.post(load_fixture("session_start.json"))

@@ -11,7 +11,10 @@ from planmode.models import Plan
 from planmode.services import plan_decide
 from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("sync_thread_connections_closed"),
+]
 
 WAIT = 10  # seconds a test waits for something that should take milliseconds
 
@@ -154,7 +157,7 @@ async def test_an_agent_that_stops_waiting_leaves_no_plan_pending(board):
     with pytest.raises(asyncio.CancelledError):
         await held
 
-    assert (await Plan.objects.aget(pk=plan.pk)).status == "expired"
+    await board.until(lambda: Plan.objects.filter(pk=plan.pk, status="expired").aexists())
 
 
 async def test_the_same_request_delivered_twice_waits_on_one_plan(board):

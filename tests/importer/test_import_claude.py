@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connections
 
 from dashboard.management.commands.import_claude import Command
 from dashboard.models import Agent, Session
@@ -267,11 +268,14 @@ def test_watch_stops_by_itself_after_watch_seconds(claude_home):
 @pytest.mark.django_db(transaction=True)
 def test_watch_follows_lines_as_they_are_appended(claude_home):
     command = Command(stdout=io.StringIO(), stderr=io.StringIO())
-    watcher = threading.Thread(
-        target=call_command,
-        args=(command, str(claude_home)),
-        kwargs={"watch": True, "interval": 0.02},
-    )
+
+    def watch() -> None:
+        try:
+            call_command(command, str(claude_home), watch=True, interval=0.02)
+        finally:
+            connections.close_all()
+
+    watcher = threading.Thread(target=watch)
     transcript = claude_home / "projects" / "-home-dev-shop" / f"{SESSION}.jsonl"
     watcher.start()
     try:

@@ -395,3 +395,29 @@ async def test_a_socket_agent_gets_a_reminder_frame_on_its_seventh_step(user, to
         assert "2. [in_progress] Update docs" in reminder["text"]
     finally:
         await socket.disconnect()
+
+
+@pytest.mark.django_db
+def test_it_lets_the_agent_stop_while_background_tasks_run(agent):
+    continuation = enforcer.continuation_begin(
+        agent_pk=agent.pk, stop_hook_active=False, background_tasks=2
+    )
+    assert continuation.reason == "its background tasks are still running"
+
+
+@pytest.mark.django_db
+def test_a_todo_tool_hook_does_not_count_as_a_step_but_other_tools_do(agent):
+    for n in range(6):
+        enforcer.on_hook(agent=agent, event="PostToolUse", tool_name="Bash", tool_use_id=f"b{n}")
+    enforcer.on_hook(agent=agent, event="PostToolUse", tool_name="TodoWrite", tool_use_id="t1")
+    assert AgentTracking.objects.get(agent=agent).steps_since_write == 6
+    text = enforcer.on_hook(agent=agent, event="PostToolUse", tool_name="Read", tool_use_id="r1")
+    assert enforcer.additional_context("PostToolUse", text)["hookSpecificOutput"][
+        "additionalContext"
+    ].startswith("A note from Agentboard")
+
+
+@pytest.mark.django_db
+def test_a_stop_failure_starts_the_error_cooldown(agent):
+    enforcer.on_hook(agent=agent, event="StopFailure")
+    assert "error" in begin(agent).reason

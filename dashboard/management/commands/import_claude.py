@@ -31,6 +31,8 @@ from pydantic import ValidationError
 from dashboard.errors import ServiceError
 from dashboard.hook_schemas import ExitPlanModeToolInput, TodoWriteToolInput
 from dashboard.models import Agent, Session
+from planmode.models import Plan
+from planmode.services import plan_decide, plan_submit
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
 from todos.services import current_todos, todo_list_replace
@@ -61,7 +63,6 @@ class PendingPlan:
     session_id: str
     agent_id: str
     plan: ExitPlanModeToolInput
-    cwd: str
 
 
 @dataclass
@@ -168,7 +169,7 @@ class ClaudeImporter:
                 self._todo_write(block, session_id=session_id, agent_id=agent_id, cwd=cwd,
                                  moment=moment)
             elif block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode":
-                self._plan_seen(block, session_id=session_id, agent_id=agent_id, cwd=cwd)
+                self._plan_seen(block, session_id=session_id, agent_id=agent_id)
             elif (block.get("type") == "tool_result"
                   and block.get("tool_use_id") in self.pending_plans):
                 self._plan_answered(block)
@@ -220,7 +221,7 @@ class ClaudeImporter:
 
     # --- plans ---------------------------------------------------------------------------------
 
-    def _plan_seen(self, block: dict, *, session_id: str, agent_id: str, cwd: str) -> None:
+    def _plan_seen(self, block: dict, *, session_id: str, agent_id: str) -> None:
         try:
             plan = ExitPlanModeToolInput.model_validate(block.get("input"))
         except ValidationError:
@@ -229,12 +230,9 @@ class ClaudeImporter:
         if isinstance(block.get("id"), str) and block["id"]:
             # Imported once its answer is read: a plan still waiting in a terminal is not a
             # plan a reviewer on the board could decide.
-            self.pending_plans[block["id"]] = PendingPlan(session_id, agent_id, plan, cwd)
+            self.pending_plans[block["id"]] = PendingPlan(session_id, agent_id, plan)
 
     def _plan_answered(self, block: dict) -> None:
-        from planmode.models import Plan
-        from planmode.services import plan_decide, plan_submit
-
         key = block["tool_use_id"]
         pending = self.pending_plans.pop(key)
         exists = Plan.objects.filter(

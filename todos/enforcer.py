@@ -172,8 +172,9 @@ def on_activity(*, agent: Agent) -> None:
                 tracking.save()
 
 
-def on_step(*, agent: Agent, key: str | None = None) -> str | None:
-    """An assistant step (a tool use). Returns a reminder to inject when one is due."""
+def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> str | None:
+    """An assistant step (a tool use). Returns a reminder to inject when one is due and this
+    step's answer can carry it (`deliver`); otherwise it stays due for the next one that can."""
     with transaction.atomic():
         tracking = tracking_for(agent)
         if key:
@@ -183,7 +184,9 @@ def on_step(*, agent: Agent, key: str | None = None) -> str | None:
         tracking.steps_since_write += 1
         tracking.steps_since_reminder += 1
         _cancel_counting(agent, reason="the agent became active again")
-        reminder = _take_reminder_if_due(agent, tracking)
+        reminder = (
+            _take_reminder_if_due(agent, tracking) if deliver else _mark_stale(agent, tracking)
+        )
         tracking.save()
     return reminder
 
@@ -237,11 +240,17 @@ def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> str | None:
     return text
 
 
-def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> str | None:
+def _mark_stale(agent: Agent, tracking: AgentTracking) -> None:
+    """Raise the stale-list flag once the reminder threshold is reached."""
     stale = tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
     if stale and "stale_list" not in tracking.current_flags:
         events = _set_flags(agent, tracking, [*tracking.current_flags, "stale_list"])
         _publish(agent, events)
+
+
+def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> str | None:
+    _mark_stale(agent, tracking)
+    stale = tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
     if not stale or tracking.steps_since_reminder < settings.AGENTBOARD_REMINDER_STEPS_BETWEEN:
         return None
     tracking.steps_since_reminder = 0
@@ -503,7 +512,7 @@ def on_hook(
         if tool_name in TODO_TOOLS:
             on_activity(agent=agent)
             return None
-        return on_step(agent=agent, key=tool_use_id or None)
+        return on_step(agent=agent, key=tool_use_id or None, deliver=event in CONTEXT_EVENTS)
     if event == "UserPromptSubmit":
         return on_user_prompt(agent=agent)
     if event == "SessionStart":

@@ -1,0 +1,96 @@
+"""The enforcer through Claude Code's hooks: reminders as additionalContext, compaction, Stop."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.hooks.conftest import SUBAGENT_ID, load_fixture
+
+pytestmark = pytest.mark.django_db
+
+TODOS = [
+    {"content": "Store the theme", "status": "completed", "activeForm": "Storing the theme"},
+    {"content": "Run the tests", "status": "in_progress", "activeForm": "Running the tests"},
+]
+
+
+def todowrite(hook, **changes):
+    payload = load_fixture("post_tool_use_todowrite.json", **changes)
+    payload["tool_input"] = {"todos": TODOS}
+    return hook(payload)
+
+
+def bash(hook, n: int, **changes):
+    payload = load_fixture(
+        "post_tool_use_todowrite.json",
+        tool_name="Bash",
+        tool_input={"command": "ls"},
+        tool_use_id=f"toolu_bash_{n}",
+        **changes,
+    )
+    return hook(payload).json()
+
+
+def test_the_seventh_tool_use_without_a_write_answers_with_a_reminder(hook):
+    assert todowrite(hook).status_code == 200
+    answers = [bash(hook, n) for n in range(7)]
+    assert answers[:6] == [{}] * 6
+    context = answers[6]["hookSpecificOutput"]
+    assert context["hookEventName"] == "PostToolUse"
+    assert (
+        "1. [completed] Store the theme\n2. [in_progress] Run the tests"
+        in (context["additionalContext"])
+    )
+
+
+def test_a_subagent_is_counted_on_its_own(hook):
+    todowrite(hook)
+    for n in range(6):
+        bash(hook, n)
+    answer = bash(hook, 99, agent_id=SUBAGENT_ID, agent_type="general-purpose")
+    assert answer == {}
+
+
+def test_a_reminder_due_on_a_failed_tool_rides_on_the_next_user_prompt(hook):
+    todowrite(hook)
+    for n in range(6):
+        bash(hook, n)
+    # PostToolUseFailure cannot carry context, so the reminder waits for the prompt.
+    assert bash(hook, 6, hook_event_name="PostToolUseFailure") == {}
+    answer = hook(load_fixture("user_prompt_submit.json")).json()
+    context = answer["hookSpecificOutput"]
+    assert context["hookEventName"] == "UserPromptSubmit"
+    assert "has not changed in your last 7 steps" in context["additionalContext"]
+
+
+def test_after_compaction_the_list_is_injected_again_on_session_start(hook):
+    todowrite(hook)
+    assert hook(load_fixture("pre_compact.json")).json() == {}
+    answer = hook(load_fixture("session_start.json", source="compact")).json()
+    context = answer["hookSpecificOutput"]
+    assert context["hookEventName"] == "SessionStart"
+    assert "2. [in_progress] Run the tests" in context["additionalContext"]
+    assert hook(load_fixture("session_start.json", source="resume")).json() == {}
+
+
+def test_a_stop_with_nothing_left_answers_at_once(hook):
+    payload = load_fixture("post_tool_use_todowrite.json")
+    payload["tool_input"] = {"todos": [{**TODOS[0]}]}
+    hook(payload)
+    assert hook(load_fixture("stop.json")).json() == {}
+
+
+def test_a_stop_with_background_tasks_running_lets_the_agent_stop(hook, settings):
+    settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 30
+    todowrite(hook)
+    stop = load_fixture("stop.json", background_tasks=[{"id": "bash_1", "status": "running"}])
+    assert hook(stop).json() == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stop_with_unfinished_tasks_is_continued_after_the_countdown(hook, settings):
+    settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 0.2
+    todowrite(hook)
+    answer = hook(load_fixture("stop.json")).json()
+    assert answer["decision"] == "block"
+    assert "Status: 1/2 completed, 1 remaining" in answer["reason"]

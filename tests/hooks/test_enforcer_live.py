@@ -1,0 +1,75 @@
+"""The countdown cancel crosses server processes: hook held on one, click taken by another."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import re
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from tests.conftest import services_available
+from tests.e2e.test_board_live import put_todos
+from tests.e2e.test_enforcer_countdown import SESSION, UNFINISHED, HookInBackground
+
+
+class Browser:
+    """A logged-in reviewer speaking plain HTTP, as the board page's buttons do."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        page = self.get("/accounts/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        self.post(
+            "/accounts/login/",
+            {"username": server.username, "password": server.password, "csrfmiddlewaretoken": csrf},
+        )
+
+    def get(self, path: str) -> str:
+        with self.opener.open(f"{self.server.url}{path}", timeout=10) as response:
+            return response.read().decode()
+
+    def post(self, path: str, form: dict) -> int:
+        token = next((c.value for c in self.jar if c.name == "csrftoken"), "")
+        request = urllib.request.Request(
+            f"{self.server.url}{path}",
+            data=urllib.parse.urlencode(form).encode(),
+            headers={"X-CSRFToken": token, "Origin": self.server.url},
+        )
+        with self.opener.open(request, timeout=10) as response:
+            return response.status
+
+
+def test_a_cancel_clicked_on_another_process_releases_the_held_stop_hook(server_factory):
+    if not services_available():
+        pytest.skip(
+            "Two server processes need a shared database and channel layer: PostgreSQL "
+            "and Redis are not configured (set DATABASE_URL and REDIS_URL)."
+        )
+    env = {"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "20"}
+    holding = server_factory(env=env)
+    clicking = server_factory(shared_with=holding, env=env)
+    put_todos(holding, SESSION, SESSION, UNFINISHED)
+
+    hook = HookInBackground(holding)
+    hook.start()
+    reviewer = Browser(clicking)
+    deadline = time.monotonic() + 15
+    cancel_path = None
+    while cancel_path is None and time.monotonic() < deadline:
+        found = re.search(
+            r'hx-post="(/continuations/\d+/cancel/)"', reviewer.get(f"/sessions/{SESSION}/")
+        )
+        cancel_path = found.group(1) if found else None
+        if cancel_path is None:
+            time.sleep(0.1)  # bounded poll of another process's page
+    assert cancel_path, "the countdown never showed on the other process's board"
+
+    assert reviewer.post(cancel_path, {}) == 204
+    hook.join(timeout=10)
+    assert hook.answer == {}
+    assert hook.held < 20

@@ -66,6 +66,8 @@ class SessionSummary:
     current_activity: str = ""
     flag_count: int = 0
     extra: dict = field(default_factory=dict)
+    # An agent of this session is in the enforcer's countdown, which the lead may cancel.
+    continuing: bool = False
 
 
 def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
@@ -174,6 +176,11 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         if known is None or (todo.agent.is_main and not known[0]):
             activity[session_pk] = (todo.agent.is_main, todo.active_form or todo.content)
     plans_waiting = pending_by_session(ids)
+    counting = set(
+        Continuation.objects.filter(
+            agent__session_id__in=ids, status=Continuation.Status.COUNTING
+        ).values_list("agent__session_id", flat=True)
+    )
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -191,6 +198,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                 current_activity=activity.get(session.pk, (False, ""))[1],
                 flag_count=flagged[session.pk],
                 extra=plans_waiting.get(session.pk, {}),
+                continuing=session.pk in counting,
             )
         )
     return summaries

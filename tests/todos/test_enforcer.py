@@ -421,3 +421,18 @@ def test_a_todo_tool_hook_does_not_count_as_a_step_but_other_tools_do(agent):
 def test_a_stop_failure_starts_the_error_cooldown(agent):
     enforcer.on_hook(agent=agent, event="StopFailure")
     assert "error" in begin(agent).reason
+
+
+@pytest.mark.django_db
+def test_imported_history_raises_no_flags(user):
+    todo_list_replace(
+        owner=user,
+        session_id="imported",
+        agent_id="imported",
+        todos=[
+            TodoItem(content="A", status="in_progress"),
+            TodoItem(content="B", status="in_progress"),
+        ],
+        source=TodoRevision.Source.IMPORT,
+    )
+    assert not EnforcerEvent.objects.exists()

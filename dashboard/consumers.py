@@ -20,6 +20,7 @@ from dashboard.frames import (
     FRAME_ADAPTER,
     FRAME_TYPES,
     ExitPlanModeFrame,
+    ExpirePlanFrame,
     PingFrame,
     StepFrame,
     TodoWriteFrame,
@@ -30,7 +31,7 @@ from dashboard.services import agent_resolve_for_update, agent_touch, token_auth
 from planmode import fragments
 from planmode.models import Plan
 from planmode.selectors import plan_for_owner
-from planmode.services import plan_state, plan_submit
+from planmode.services import plan_expire, plan_state, plan_submit
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +212,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
                         "text": reminder,
                     }
                 )
+        elif isinstance(frame, ExpirePlanFrame):
+            state = await database_sync_to_async(self._expire_plan)(frame.plan_id)
+            await self._unwatch_plan(frame.plan_id)
+            await self._send_json({"type": "ack", "id": frame.id, "result": state})
         else:
             await self.handle_plan_frame(frame)
 
@@ -268,6 +273,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
             plan_file_path=frame.plan_file_path,
             source=Plan.Source.SOCKET,
         ).pk
+
+    def _expire_plan(self, plan_pk: int) -> dict:
+        plan_for_owner(plan_id=plan_pk, owner=self.user)  # 404 unless it is this user's plan
+        return plan_state(plan_expire(plan_id=plan_pk))
 
     def _plan_state(self, plan_pk: int) -> dict:
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))

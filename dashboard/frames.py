@@ -43,6 +43,13 @@ class WatchPlanFrame(Frame):
     plan_id: StrictInt
 
 
+class ExpirePlanFrame(Frame):
+    """The agent stops waiting for a decision (e.g. its hook timed out): the plan expires."""
+
+    type: Literal["expire_plan"]
+    plan_id: StrictInt
+
+
 class StepFrame(Frame):
     """The agent took a step (a model turn or tool use); a due reminder follows as `reminder`."""
 
@@ -53,8 +60,8 @@ class StepFrame(Frame):
 
 
 AnyFrame = Annotated[
-    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame | StepFrame,
+    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame | ExpirePlanFrame | StepFrame,
     Field(discriminator="type"),
 ]
 FRAME_ADAPTER: TypeAdapter[AnyFrame] = TypeAdapter(AnyFrame)
-FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan", "step")
+FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan", "expire_plan", "step")

@@ -155,8 +155,14 @@ async def wait_for_plan_decision(
                 while True:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
+                        await _give_up(socket, plan_id)
                         break
-                    plan = _plan_of(await asyncio.wait_for(socket.recv(), timeout=remaining))
+                    try:
+                        text = await asyncio.wait_for(socket.recv(), timeout=remaining)
+                    except TimeoutError:
+                        await _give_up(socket, plan_id)
+                        break
+                    plan = _plan_of(text)
                     if plan is None or (plan_id is not None and plan.get("id") != plan_id):
                         continue
                     if plan.get("status") != "pending":
@@ -182,6 +188,19 @@ async def wait_for_plan_decision(
             raise HookFailed(f"Agentboard refused the plan: {refused}") from None
         await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
         backoff = min(backoff * 2, config.max_backoff)
+
+
+async def _give_up(socket: Any, plan_id: int | None) -> None:
+    """Tell the server nobody waits for this plan any more, so the board shows it expired.
+
+    Best effort: the answer to Claude Code is `{}` whether or not this reaches the server."""
+    if plan_id is None:
+        return
+    try:
+        await socket.send(json.dumps({"type": "expire_plan", "id": "expire", "plan_id": plan_id}))
+        await asyncio.wait_for(socket.recv(), timeout=2)
+    except Exception:  # noqa: S110 - the hook is giving up anyway
+        pass
 
 
 def _plan_of(text: str | bytes) -> dict[str, Any] | None:

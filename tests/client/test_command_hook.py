@@ -19,8 +19,11 @@ def plan_id_from(line: str) -> int:
 
 
 def test_it_forwards_a_todowrite_and_prints_the_answer(agentboard_server, run_hook):
-    hook = run_hook(load_fixture("post_tool_use_todowrite.json"),
-                    url=agentboard_server.url, token=agentboard_server.token)
+    hook = run_hook(
+        load_fixture("post_tool_use_todowrite.json"),
+        url=agentboard_server.url,
+        token=agentboard_server.token,
+    )
 
     code, stdout, stderr = hook.finish()
 
@@ -30,8 +33,9 @@ def test_it_forwards_a_todowrite_and_prints_the_answer(agentboard_server, run_ho
 
 
 def test_an_unreachable_server_is_no_reason_to_stop_the_agent(run_hook):
-    hook = run_hook(load_fixture("stop.json"), url=f"http://127.0.0.1:{free_port()}",
-                    token="ab_whatever")
+    hook = run_hook(
+        load_fixture("stop.json"), url=f"http://127.0.0.1:{free_port()}", token="ab_whatever"
+    )
 
     code, stdout, stderr = hook.finish()
 
@@ -41,8 +45,11 @@ def test_an_unreachable_server_is_no_reason_to_stop_the_agent(run_hook):
 
 
 def test_an_unreachable_server_lets_a_plan_go_to_the_terminal(run_hook):
-    hook = run_hook(load_fixture("permission_request_exit_plan_mode.json"),
-                    url=f"http://127.0.0.1:{free_port()}", token="ab_whatever")
+    hook = run_hook(
+        load_fixture("permission_request_exit_plan_mode.json"),
+        url=f"http://127.0.0.1:{free_port()}",
+        token="ab_whatever",
+    )
 
     code, stdout, stderr = hook.finish()
 
@@ -99,8 +106,11 @@ def test_a_plan_waits_on_the_socket_and_gets_the_approval(
 def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
     agentboard_server, run_hook, reviewer_browser
 ):
-    hook = run_hook(load_fixture("permission_request_exit_plan_mode.json"),
-                    url=agentboard_server.url, token=agentboard_server.token)
+    hook = run_hook(
+        load_fixture("permission_request_exit_plan_mode.json"),
+        url=agentboard_server.url,
+        token=agentboard_server.token,
+    )
     plan_id = plan_id_from(hook.wait_for_stderr("is waiting for a reviewer"))
 
     agentboard_server.restart()
@@ -110,15 +120,19 @@ def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
     code, stdout, stderr = hook.finish()
     assert code == 0, stderr
     assert json.loads(stdout)["hookSpecificOutput"]["decision"] == {
-        "behavior": "deny", "message": "Split it into two plans.",
+        "behavior": "deny",
+        "message": "Split it into two plans.",
     }
 
 
 def test_a_decision_taken_while_the_server_was_down_is_not_lost(
     agentboard_server, run_hook, reviewer_browser
 ):
-    hook = run_hook(load_fixture("permission_request_exit_plan_mode.json"),
-                    url=agentboard_server.url, token=agentboard_server.token)
+    hook = run_hook(
+        load_fixture("permission_request_exit_plan_mode.json"),
+        url=agentboard_server.url,
+        token=agentboard_server.token,
+    )
     plan_id = plan_id_from(hook.wait_for_stderr("is waiting for a reviewer"))
 
     agentboard_server.stop()
@@ -126,8 +140,14 @@ def test_a_decision_taken_while_the_server_was_down_is_not_lost(
         "from django.contrib.auth.models import User; from planmode.services import plan_decide; "
         f"plan_decide(plan_id={plan_id}, reviewer=User.objects.get(username='lead'), approve=True)"
     )
-    subprocess.run([sys.executable, "manage.py", "shell", "-c", decide], cwd=ROOT,
-                   env=agentboard_server.env, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", decide],
+        cwd=ROOT,
+        env=agentboard_server.env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     agentboard_server.start()
 
     code, stdout, stderr = hook.finish()
@@ -136,17 +156,25 @@ def test_a_decision_taken_while_the_server_was_down_is_not_lost(
 
 
 def test_no_decision_within_the_wait_lets_claude_code_ask(agentboard_server, run_hook):
-    hook = run_hook(load_fixture("permission_request_exit_plan_mode.json"),
-                    url=agentboard_server.url, token=agentboard_server.token,
-                    args=("--plan-wait", "1"))
+    hook = run_hook(
+        load_fixture("permission_request_exit_plan_mode.json"),
+        url=agentboard_server.url,
+        token=agentboard_server.token,
+        args=("--plan-wait", "1"),
+    )
 
     code, stdout, stderr = hook.finish()
 
     assert (code, stdout.strip()) == (0, "{}")
     assert "no reviewer decided in time" in stderr
+    # Nobody waits for it any more, so the board shows it expired rather than pending.
+    plan = api_get(agentboard_server, f"/api/v1/plans/{plan_id_from(stderr)}")
+    assert plan["status"] == "expired"
 
 
 def test_the_client_does_not_import_django():
-    check = ("import sys, dashboard.client.cli, dashboard.client.hook, dashboard.client.install; "
-             "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django'")
+    check = (
+        "import sys, dashboard.client.cli, dashboard.client.hook, dashboard.client.install; "
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django'"
+    )
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, timeout=60)

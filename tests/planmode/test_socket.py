@@ -7,6 +7,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from dashboard.consumers import BoardConsumer
+from dashboard.errors import ServiceError
 from dashboard.routing import websocket_application
 from planmode import waiting
 from planmode.models import Plan
@@ -296,3 +297,32 @@ async def test_the_overview_row_says_a_plan_is_waiting(token, reviewer):
     assert "1 plan waiting" in row and "⏸ plan mode on" in row
     await agent.disconnect()
     await browser.disconnect()
+
+
+async def test_an_agent_that_stops_waiting_expires_its_plan(token, reviewer):
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+    await agent.send_json_to({"type": "expire_plan", "id": "x", "plan_id": plan_id})
+    reply = await agent.receive_json_from(timeout=5)
+    assert (reply["type"], reply["result"]["status"]) == ("ack", "expired")
+    with pytest.raises(ServiceError) as refused:
+        await decide(plan_id=plan_id, reviewer=reviewer, approve=True)
+    assert refused.value.code == "already_decided"
+    await agent.disconnect()
+
+
+async def test_an_agent_cannot_expire_another_users_plan(token, other_user):
+    from dashboard.models import AgentToken
+
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+    _, other_token = await database_sync_to_async(AgentToken.issue)(owner=other_user)
+    stranger = await agent_socket(other_token)
+    await stranger.send_json_to({"type": "expire_plan", "id": "x", "plan_id": plan_id})
+    reply = await stranger.receive_json_from(timeout=5)
+    assert (reply["type"], reply["error"]["code"]) == ("error", "plan_not_found")
+    assert (await Plan.objects.aget(pk=plan_id)).status == "pending"
+    await agent.disconnect()
+    await stranger.disconnect()

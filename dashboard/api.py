@@ -8,7 +8,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
-from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.services import token_authenticate
 
 
@@ -66,12 +66,7 @@ def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpRespo
 def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     return error_response(
         request,
-        ServiceError(
-            "unauthenticated",
-            "A valid agent token is required: send 'Authorization: Bearer <token>' "
-            "(create one with 'python manage.py create_token <username>').",
-            status=401,
-        ),
+        unauthenticated(),
     )
 
 

@@ -24,6 +24,16 @@ class ServiceError(Exception):
         return {"code": self.code, "message": self.message, "detail": self.detail}
 
 
+def unauthenticated() -> ServiceError:
+    """The refusal for a missing, unknown or revoked agent token (HTTP API and hooks)."""
+    return ServiceError(
+        "unauthenticated",
+        "A valid agent token is required: send 'Authorization: Bearer <token>' "
+        "(create one with 'python manage.py create_token <username>').",
+        status=401,
+    )
+
+
 def pydantic_detail(errors: list[Any]) -> list[dict[str, Any]]:
     """Pydantic errors reduced to the documented `{"loc", "msg"}` pairs."""
     return [

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from dashboard import live
 from dashboard.client.decision import permission_decision
-from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.hook_schemas import (
     ExitPlanModeToolInput,
     HookInput,
@@ -59,8 +59,16 @@ Output = dict[str, Any]
 Handler = Callable[[AbstractBaseUser, dict[str, Any]], Awaitable[Output]]
 
 LIFECYCLE_EVENTS = frozenset(
-    {"SessionStart", "SessionEnd", "SubagentStart", "SubagentStop", "UserPromptSubmit", "Stop",
-     "PreCompact", "Notification"}
+    {
+        "SessionStart",
+        "SessionEnd",
+        "SubagentStart",
+        "SubagentStop",
+        "UserPromptSubmit",
+        "Stop",
+        "PreCompact",
+        "Notification",
+    }
 )
 TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
 # Other events that only matter to the continuation enforcer: every tool use is a step for the
@@ -69,6 +77,7 @@ ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"}
 
 
 # --- the view ------------------------------------------------------------------------------
+
 
 # Exempt from CSRF because this endpoint never looks at cookies: it authenticates each request
 # by its bearer token, which a forged cross-site request cannot carry.
@@ -80,14 +89,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
         )
     owner = await sync_to_async(token_authenticate)(_bearer_token(request))
     if owner is None:
-        return _error_response(
-            ServiceError(
-                "unauthenticated",
-                "A valid agent token is required: send 'Authorization: Bearer <token>' "
-                "(create one with 'python manage.py create_token <username>').",
-                status=401,
-            )
-        )
+        return _error_response(unauthenticated())
     try:
         payload = _read_payload(request)
         handler = _handler_for(payload)
@@ -172,6 +174,7 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
 
 # --- lifecycle and activity ------------------------------------------------------------------
 
+
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """Lifecycle and activity: update the board, then let the enforcer have its say."""
     hook = _validate(HookInput, payload)
@@ -234,9 +237,7 @@ def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> R
     if event == "SessionEnd":
         session.ended_at = now
         session_fields.append("ended_at")
-        others = list(
-            session.agents.exclude(pk=agent.pk).filter(status=Agent.Status.RUNNING)
-        )
+        others = list(session.agents.exclude(pk=agent.pk).filter(status=Agent.Status.RUNNING))
         for other in others:
             _agent_stop(other, now)
         changed_agents.extend(others)
@@ -392,6 +393,7 @@ def _todos_change(
 
 
 # --- plans -----------------------------------------------------------------------------------
+
 
 async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """Submit the plan, hold the request until a reviewer decides, answer with the decision.

@@ -10,12 +10,8 @@ from dashboard.api import api
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("sessions/<str:session_id>/", views.session_board, name="session-board"),
-    path(
-        "sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"
-    ),
-    path(
-        "continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"
-    ),
+    path("sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"),
+    path("continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"),
     path("plans/", include("planmode.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

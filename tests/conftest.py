@@ -21,8 +21,14 @@ from todos.schemas import TodoWriteIn
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -75,14 +81,23 @@ class AgentApi:
             headers["Authorization"] = f"Bearer {self.token}"
         return headers
 
-    def put_todos(self, session_id: str, agent_id: str, body, headers: dict | None = None,
-                  query: dict[str, str] | None = None):
+    def put_todos(
+        self,
+        session_id: str,
+        agent_id: str,
+        body,
+        headers: dict | None = None,
+        query: dict[str, str] | None = None,
+    ):
         data = body if isinstance(body, str | bytes) else json.dumps(body)
         url = f"/api/v1/sessions/{session_id}/agents/{agent_id}/todos"
         if query:
             url += f"?{urlencode(query)}"
         return self.client.put(
-            url, data=data, content_type="application/json", headers=self.headers(headers),
+            url,
+            data=data,
+            content_type="application/json",
+            headers=self.headers(headers),
         )
 
     def get_todos(self, session_id: str, agent_id: str):
@@ -92,8 +107,9 @@ class AgentApi:
 
     def post(self, path: str, body, headers: dict | None = None):
         data = body if isinstance(body, str | bytes) else json.dumps(body)
-        return self.client.post(path, data=data, content_type="application/json",
-                                headers=self.headers(headers))
+        return self.client.post(
+            path, data=data, content_type="application/json", headers=self.headers(headers)
+        )
 
     def get(self, path: str):
         return self.client.get(path, headers=self.headers())
@@ -145,9 +161,11 @@ async def open_socket():
 
     async def open_(path: str, headers: dict[str, str] | None = None):
         communicator = WebsocketCommunicator(
-            application, path,
-            headers=[(name.lower().encode(), value.encode())
-                     for name, value in (headers or {}).items()],
+            application,
+            path,
+            headers=[
+                (name.lower().encode(), value.encode()) for name, value in (headers or {}).items()
+            ],
         )
         communicators.append(communicator)
         accepted, _ = await communicator.connect(timeout=5)
@@ -160,8 +178,21 @@ async def open_socket():
 
 # --- reading pages as a user sees them -----------------------------------------------------
 
-VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-             "source", "track", "wbr"}
+VOID_TAGS = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 
 
 class Element:
@@ -185,14 +216,17 @@ class Element:
                 yield child
                 yield from child.iter()
 
-    def find_all(self, tag: str | None = None, *, cls: str | None = None, **attrs: str
-                 ) -> list[Element]:
+    def find_all(
+        self, tag: str | None = None, *, cls: str | None = None, **attrs: str
+    ) -> list[Element]:
         return [
-            element for element in self.iter()
+            element
+            for element in self.iter()
             if (tag is None or element.tag == tag)
             and (cls is None or cls in element.classes)
-            and all(element.attrs.get(name.replace("_", "-")) == value
-                    for name, value in attrs.items())
+            and all(
+                element.attrs.get(name.replace("_", "-")) == value for name, value in attrs.items()
+            )
         ]
 
     def find(self, tag: str | None = None, *, cls: str | None = None, **attrs: str) -> Element:
@@ -232,6 +266,7 @@ def parse_html(html: str | bytes) -> Element:
 
 # --- real servers and a real browser -------------------------------------------------------
 
+
 def services_available() -> bool:
     return bool(
         os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL")
@@ -263,14 +298,17 @@ def server_factory(tmp_path) -> Iterator:
                 data_dir = Path(shared_with.env["AGENTBOARD_DATA_DIR"])
         port = free_port()
         server = LiveServer(
-            url=f"http://127.0.0.1:{port}", port=port,
-            env=server_env(data_dir, database_url=database_url, redis_prefix=prefix)
-            | (env or {}),
+            url=f"http://127.0.0.1:{port}",
+            port=port,
+            env=server_env(data_dir, database_url=database_url, redis_prefix=prefix) | (env or {}),
             log_path=tmp_path / f"server{len(servers)}.log",
         )
         if shared_with is not None:
             server.username, server.password, server.token = (
-                shared_with.username, shared_with.password, shared_with.token)
+                shared_with.username,
+                shared_with.password,
+                shared_with.token,
+            )
         servers.append(server)
         server.start()
         return server

@@ -51,7 +51,10 @@ class LiveServer:
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(self.port)],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -90,8 +93,9 @@ class LiveServer:
         self.start()
 
 
-def server_env(data_dir: Path, *, database_url: str | None = None, redis_prefix: str | None = None
-               ) -> dict[str, str]:
+def server_env(
+    data_dir: Path, *, database_url: str | None = None, redis_prefix: str | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["AGENTBOARD_DATA_DIR"] = str(data_dir)
     env["PYTHONUNBUFFERED"] = "1"

@@ -42,11 +42,18 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     hook.add_argument("--url", default=os.environ.get("AGENTBOARD_URL", ""))
-    hook.add_argument("--timeout", type=float, default=_env_float("AGENTBOARD_HOOK_TIMEOUT", 10.0),
-                      help="Seconds to wait for the server on ordinary hooks (default 10).")
-    hook.add_argument("--plan-wait", type=float,
-                      default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
-                      help="Seconds to wait for a reviewer's decision on a plan (default 540).")
+    hook.add_argument(
+        "--timeout",
+        type=float,
+        default=_env_float("AGENTBOARD_HOOK_TIMEOUT", 10.0),
+        help="Seconds to wait for the server on ordinary hooks (default 10).",
+    )
+    hook.add_argument(
+        "--plan-wait",
+        type=float,
+        default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
+        help="Seconds to wait for a reviewer's decision on a plan (default 540).",
+    )
 
     install = commands.add_parser(
         "install-hooks",
@@ -58,13 +65,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     install.add_argument("--url", help="The Agentboard server, e.g. http://127.0.0.1:8000.")
     where = install.add_mutually_exclusive_group()
-    where.add_argument("--project", metavar="DIR",
-                       help="The project whose .claude/settings.json to change (default: here).")
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="The project whose .claude/settings.json to change (default: here).",
+    )
     where.add_argument("--user", action="store_true", help="Change ~/.claude/settings.json.")
-    install.add_argument("--command", dest="use_command", action="store_true",
-                         help="Install 'agentboard hook' command hooks instead of HTTP hooks.")
-    install.add_argument("--remove", action="store_true",
-                         help="Remove Agentboard's hooks and nothing else.")
+    install.add_argument(
+        "--command",
+        dest="use_command",
+        action="store_true",
+        help="Install 'agentboard hook' command hooks instead of HTTP hooks.",
+    )
+    install.add_argument(
+        "--remove", action="store_true", help="Remove Agentboard's hooks and nothing else."
+    )
     return parser
 
 
@@ -86,12 +101,17 @@ def _hook(args: argparse.Namespace) -> int:
     url = _server_url(args.url)
     token = os.environ.get(TOKEN_VARIABLE, "").strip()
     if url is None:
-        print("agentboard: set AGENTBOARD_URL (or pass --url) to the server's http(s) address; "
-              "nothing was sent.", file=sys.stderr)
+        print(
+            "agentboard: set AGENTBOARD_URL (or pass --url) to the server's http(s) address; "
+            "nothing was sent.",
+            file=sys.stderr,
+        )
         return 0
     if not token:
-        print(f"agentboard: set {TOKEN_VARIABLE} to an agent token; nothing was sent.",
-              file=sys.stderr)
+        print(
+            f"agentboard: set {TOKEN_VARIABLE} to an agent token; nothing was sent.",
+            file=sys.stderr,
+        )
         return 0
     config = HookConfig(url=url, token=token, timeout=args.timeout, plan_wait=args.plan_wait)
     return run_hook(config, sys.stdin, sys.stdout, sys.stderr)
@@ -110,8 +130,9 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         print(f"agentboard: {error}", file=sys.stderr)
         return 1
     if not outcome.changed:
-        print(f"{path} already has {'no ' if args.remove else ''}Agentboard hooks; "
-              "nothing changed.")
+        print(
+            f"{path} already has {'no ' if args.remove else ''}Agentboard hooks; nothing changed."
+        )
         return 0
     what = "Removed Agentboard's hooks from" if args.remove else "Added Agentboard's hooks to"
     print(f"{what} {path}.")

@@ -102,6 +102,7 @@ def _refusal(error: urllib.error.HTTPError) -> str:
 
 # --- plans over the agent socket ---------------------------------------------------------------
 
+
 async def wait_for_plan_decision(
     config: HookConfig, payload: Mapping[str, Any], stderr: TextIO
 ) -> dict[str, Any]:
@@ -137,8 +138,10 @@ async def wait_for_plan_decision(
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            print("agentboard: no reviewer decided in time; Claude Code will ask in the terminal.",
-                  file=stderr)
+            print(
+                "agentboard: no reviewer decided in time; Claude Code will ask in the terminal.",
+                file=stderr,
+            )
             return {}
         try:
             async with connect(
@@ -148,8 +151,9 @@ async def wait_for_plan_decision(
                 if plan_id is None:
                     await socket.send(json.dumps(submit))
                 else:
-                    await socket.send(json.dumps({"type": "watch_plan", "id": "watch",
-                                                  "plan_id": plan_id}))
+                    await socket.send(
+                        json.dumps({"type": "watch_plan", "id": "watch", "plan_id": plan_id})
+                    )
                     print(f"agentboard: reconnected; watching plan {plan_id} again.", file=stderr)
                 connected_once = True
                 while True:
@@ -170,8 +174,10 @@ async def wait_for_plan_decision(
                     if plan_id is None:
                         plan_id = int(plan["id"])
                         where = f": {plan['review_url']}" if plan.get("review_url") else "."
-                        print(f"agentboard: plan {plan_id} is waiting for a reviewer{where}",
-                              file=stderr)
+                        print(
+                            f"agentboard: plan {plan_id} is waiting for a reviewer{where}",
+                            file=stderr,
+                        )
         except ConnectionClosed as closed:
             if closed.rcvd is not None and closed.rcvd.code == CLOSE_UNAUTHENTICATED:
                 raise HookFailed("Agentboard refused the token in AGENTBOARD_TOKEN.") from None

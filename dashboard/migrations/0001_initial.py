@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,53 +15,131 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='AgentToken',
+            name="AgentToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(blank=True, max_length=100)),
-                ('key_hash', models.CharField(max_length=64, unique=True)),
-                ('hint', models.CharField(help_text='The first characters, to recognise it.', max_length=12)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agent_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(blank=True, max_length=100)),
+                ("key_hash", models.CharField(max_length=64, unique=True)),
+                (
+                    "hint",
+                    models.CharField(
+                        help_text="The first characters, to recognise it.", max_length=12
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agent_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('session_id', models.CharField(max_length=200, unique=True)),
-                ('cwd', models.CharField(blank=True, max_length=1000)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('permission_mode', models.CharField(choices=[('default', 'default'), ('acceptEdits', 'acceptEdits'), ('plan', 'plan'), ('auto', 'auto'), ('dontAsk', 'dontAsk'), ('bypassPermissions', 'bypassPermissions')], default='default', max_length=20)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agent_sessions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("session_id", models.CharField(max_length=200, unique=True)),
+                ("cwd", models.CharField(blank=True, max_length=1000)),
+                ("title", models.CharField(blank=True, max_length=200)),
+                (
+                    "permission_mode",
+                    models.CharField(
+                        choices=[
+                            ("default", "default"),
+                            ("acceptEdits", "acceptEdits"),
+                            ("plan", "plan"),
+                            ("auto", "auto"),
+                            ("dontAsk", "dontAsk"),
+                            ("bypassPermissions", "bypassPermissions"),
+                        ],
+                        default="default",
+                        max_length=20,
+                    ),
+                ),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "last_seen_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agent_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-last_seen_at'],
+                "ordering": ["-last_seen_at"],
             },
         ),
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(max_length=200)),
-                ('agent_type', models.CharField(blank=True, max_length=100)),
-                ('status', models.CharField(choices=[('running', 'running'), ('stopped', 'stopped')], default='running', max_length=10)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('last_seen_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('stopped_at', models.DateTimeField(blank=True, null=True)),
-                ('todo_revision', models.PositiveIntegerField(default=0)),
-                ('cleared_total', models.PositiveIntegerField(default=0)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='dashboard.agent')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='agents', to='dashboard.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(max_length=200)),
+                ("agent_type", models.CharField(blank=True, max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("running", "running"), ("stopped", "stopped")],
+                        default="running",
+                        max_length=10,
+                    ),
+                ),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("last_seen_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("stopped_at", models.DateTimeField(blank=True, null=True)),
+                ("todo_revision", models.PositiveIntegerField(default=0)),
+                ("cleared_total", models.PositiveIntegerField(default=0)),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="children",
+                        to="dashboard.agent",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agents",
+                        to="dashboard.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['started_at', 'pk'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'agent_id'), name='unique_agent_per_session')],
+                "ordering": ["started_at", "pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "agent_id"), name="unique_agent_per_session"
+                    )
+                ],
             },
         ),
     ]

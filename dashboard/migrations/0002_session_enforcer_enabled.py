@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0001_initial'),
+        ("dashboard", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='session',
-            name='enforcer_enabled',
+            model_name="session",
+            name="enforcer_enabled",
             field=models.BooleanField(default=True),
         ),
     ]

@@ -21,14 +21,25 @@ WAIT = 30  # seconds: a bound for things that normally take well under one
 class HookProcess:
     """`agentboard hook` running as Claude Code runs it: payload on stdin, answer on stdout."""
 
-    def __init__(self, payload: dict | str, *, url: str, token: str, extra_env: dict | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        payload: dict | str,
+        *,
+        url: str,
+        token: str,
+        extra_env: dict | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO"))}
         env.update({"AGENTBOARD_URL": url, "AGENTBOARD_TOKEN": token, **(extra_env or {})})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dashboard.client", "hook", *args],
-            cwd=ROOT, env=env, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.stderr_lines: queue.Queue[str] = queue.Queue()
         self.stderr_seen: list[str] = []
@@ -105,8 +116,9 @@ class Reviewer:
 
     def log_in(self) -> None:
         self.opener.open(f"{self.server.url}/accounts/login/", timeout=WAIT).read()
-        self._post("/accounts/login/", {"username": self.server.username,
-                                        "password": self.server.password})
+        self._post(
+            "/accounts/login/", {"username": self.server.username, "password": self.server.password}
+        )
 
     def decide(self, plan_id: int, action: str, text: str = "") -> str:
         self.log_in()
@@ -124,4 +136,3 @@ def api_get(server: LiveServer, path: str) -> dict:
     )
     with urllib.request.urlopen(request, timeout=WAIT) as response:
         return json.load(response)
-

@@ -14,8 +14,10 @@ EXISTING = {
     "permissions": {"allow": ["Bash(npm test:*)"]},
     "hooks": {
         "PostToolUse": [
-            {"matcher": "Edit|Write",
-             "hooks": [{"type": "command", "command": "npx prettier --write"}]}
+            {
+                "matcher": "Edit|Write",
+                "hooks": [{"type": "command", "command": "npx prettier --write"}],
+            }
         ],
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
     },
@@ -44,18 +46,31 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
     settings = read(project)
     [plan_group] = settings["hooks"]["PermissionRequest"]
     assert plan_group["matcher"] == "ExitPlanMode"
-    assert plan_group["hooks"] == [{
-        "type": "http",
-        "url": "http://board.example:8000/hooks/claude-code",
-        "headers": {"Authorization": "Bearer $AGENTBOARD_TOKEN"},
-        "allowedEnvVars": ["AGENTBOARD_TOKEN"],
-        "timeout": 600,
-    }]
+    assert plan_group["hooks"] == [
+        {
+            "type": "http",
+            "url": "http://board.example:8000/hooks/claude-code",
+            "headers": {"Authorization": "Bearer $AGENTBOARD_TOKEN"},
+            "allowedEnvVars": ["AGENTBOARD_TOKEN"],
+            "timeout": 600,
+        }
+    ]
     ours = settings["hooks"]["PostToolUse"][-1]
     assert "matcher" not in ours, "every tool use is a step for the todo reminders"
-    for event in ("SessionStart", "SessionEnd", "SubagentStart", "SubagentStop",
-                  "UserPromptSubmit", "Stop", "PreCompact", "Notification", "TaskCreated",
-                  "TaskCompleted", "PostToolUseFailure", "StopFailure"):
+    for event in (
+        "SessionStart",
+        "SessionEnd",
+        "SubagentStart",
+        "SubagentStop",
+        "UserPromptSubmit",
+        "Stop",
+        "PreCompact",
+        "Notification",
+        "TaskCreated",
+        "TaskCompleted",
+        "PostToolUseFailure",
+        "StopFailure",
+    ):
         [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]
         assert handler["url"].endswith("/hooks/claude-code")
         assert handler["timeout"] < 600
@@ -127,7 +142,9 @@ def test_the_command_variant_installs_agentboard_hook(project):
     settings = read(project)
     [plan_hook] = handlers(settings, "PermissionRequest")
     assert plan_hook == {
-        "type": "command", "command": f"agentboard hook --url {URL}", "timeout": 600,
+        "type": "command",
+        "command": f"agentboard hook --url {URL}",
+        "timeout": 600,
     }
     assert not any(h["type"] == "http" for e in settings["hooks"] for h in handlers(settings, e))
 

@@ -29,5 +29,8 @@ def test_the_fixture_folder_holds_every_event_this_endpoint_handles():
     names = set(fixture_names())
     if not names:
         pytest.skip(f"No Claude Code fixtures in {FIXTURES}.")
-    assert {"session_start.json", "post_tool_use_todowrite.json",
-            "permission_request_exit_plan_mode.json"} <= names
+    assert {
+        "session_start.json",
+        "post_tool_use_todowrite.json",
+        "permission_request_exit_plan_mode.json",
+    } <= names

@@ -28,7 +28,8 @@ async def post_hook(server, payload: dict) -> tuple[int, dict]:
     writer.write(
         f"POST {HOOK_URL} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
         f"Authorization: Bearer {server.token}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
     )
     try:
         await writer.drain()
@@ -49,7 +50,7 @@ def dechunk(data: bytes) -> bytes:
         size = int(size_line.split(b";")[0], 16)
         if size == 0:
             break
-        body, data = body + data[:size], data[size + 2:]
+        body, data = body + data[:size], data[size + 2 :]
     return body
 
 
@@ -78,8 +79,9 @@ def test_hundreds_of_held_plans_do_not_block_the_server(agentboard_server):
         # server, so the wave's last id shows that all of the wave are held.
         for first in range(0, HELD, WAVE):
             for n in range(first, first + WAVE):
-                payload = load_fixture("permission_request_exit_plan_mode.json",
-                                       session_id=f"held-{n}")
+                payload = load_fixture(
+                    "permission_request_exit_plan_mode.json", session_id=f"held-{n}"
+                )
                 held.append(asyncio.create_task(post_hook(server, payload)))
             await until_plan_exists(server, first + WAVE)
             await until(lambda: settled(server))

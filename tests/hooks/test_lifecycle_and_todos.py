@@ -28,6 +28,7 @@ def todos_of(agent_id: str = SESSION_ID) -> list[tuple[str, str]]:
 
 # --- lifecycle -------------------------------------------------------------------------------
 
+
 def test_session_start_puts_the_session_on_the_board(hook, user):
     response = hook(load_fixture("session_start.json"))
 
@@ -98,13 +99,15 @@ def test_activity_events_move_the_last_event_time(hook, name):
 
 
 def test_a_notification_counts_as_activity(hook):
-    payload = load_fixture("stop.json", hook_event_name="Notification",
-                           message="Claude is waiting for your input")
+    payload = load_fixture(
+        "stop.json", hook_event_name="Notification", message="Claude is waiting for your input"
+    )
     assert hook(payload).json() == {}
     assert Session.objects.filter(session_id=SESSION_ID).exists()
 
 
 # --- TodoWrite -------------------------------------------------------------------------------
+
 
 def test_a_todowrite_updates_the_main_agents_list(hook):
     assert hook(load_fixture("post_tool_use_todowrite.json")).json() == {}
@@ -125,7 +128,9 @@ def test_the_legacy_item_shape_keeps_ids_and_priorities(hook):
 
     agent = Agent.objects.get(agent_id=SESSION_ID)
     assert [(t.external_id, t.priority, t.status) for t in agent.todos.all()] == [
-        ("1", "high", "in_progress"), ("2", "medium", "pending"), ("3", "low", "pending"),
+        ("1", "high", "in_progress"),
+        ("2", "medium", "pending"),
+        ("3", "low", "pending"),
     ]
 
 
@@ -134,7 +139,8 @@ def test_a_subagents_todowrite_goes_to_its_own_list(hook):
     hook(load_fixture("post_tool_use_todowrite_subagent.json"))
 
     assert todos_of(SUBAGENT_ID) == [
-        ("Search for theme handling", "completed"), ("Summarize findings", "in_progress"),
+        ("Search for theme handling", "completed"),
+        ("Summarize findings", "in_progress"),
     ]
     assert len(todos_of()) == 3
     assert Agent.objects.get(agent_id=SUBAGENT_ID).label == "Explore"
@@ -171,9 +177,11 @@ def test_an_invalid_todo_item_is_refused_with_where_it_is(hook):
 
 # --- the Task tools --------------------------------------------------------------------------
 
+
 def task_update(tool_use_id: str, **tool_input) -> dict:
     return load_fixture(
-        "post_tool_use_task_update.json", tool_use_id=tool_use_id,
+        "post_tool_use_task_update.json",
+        tool_use_id=tool_use_id,
         tool_input={"taskId": "7", **tool_input},
     )
 
@@ -186,7 +194,10 @@ def test_taskcreate_adds_an_item_to_the_checklist(hook):
     agent = Agent.objects.get(agent_id=SESSION_ID)
     added = agent.todos.last()
     assert (added.content, added.active_form, added.status, added.external_id) == (
-        "Wire the toggle into the header", "Wiring the toggle into the header", "pending", "7"
+        "Wire the toggle into the header",
+        "Wiring the toggle into the header",
+        "pending",
+        "7",
     )
     assert agent.todos.count() == 4
     assert revisions()[-1].idempotency_key == "toolu_01TaskCreate00000005"
@@ -198,19 +209,28 @@ def test_taskupdate_changes_status_subject_and_active_form(hook):
     hook(load_fixture("post_tool_use_task_update.json"))
     assert todos_of() == [("Wire the toggle into the header", "in_progress")]
 
-    hook(task_update("toolu_rename", subject="Put the toggle in the header",
-                     activeForm="Putting the toggle in the header"))
+    hook(
+        task_update(
+            "toolu_rename",
+            subject="Put the toggle in the header",
+            activeForm="Putting the toggle in the header",
+        )
+    )
     todo = Agent.objects.get(agent_id=SESSION_ID).todos.get()
     assert (todo.content, todo.active_form) == (
-        "Put the toggle in the header", "Putting the toggle in the header"
+        "Put the toggle in the header",
+        "Putting the toggle in the header",
     )
 
 
 def test_taskupdate_deleted_removes_the_item(hook):
     hook(load_fixture("post_tool_use_task_create.json"))
-    second = load_fixture("post_tool_use_task_create.json", tool_use_id="toolu_second",
-                          tool_input={"subject": "Write the docs", "description": "docs"},
-                          tool_response={"task": {"id": 8, "subject": "Write the docs"}})
+    second = load_fixture(
+        "post_tool_use_task_create.json",
+        tool_use_id="toolu_second",
+        tool_input={"subject": "Write the docs", "description": "docs"},
+        tool_response={"task": {"id": 8, "subject": "Write the docs"}},
+    )
     hook(second)
 
     hook(task_update("toolu_delete", status="deleted"))
@@ -220,9 +240,14 @@ def test_taskupdate_deleted_removes_the_item(hook):
 
 def test_task_progress_counts_like_todowrite(hook, client, reviewer):
     hook(load_fixture("post_tool_use_task_create.json"))
-    hook(load_fixture("post_tool_use_task_create.json", tool_use_id="toolu_second",
-                      tool_input={"subject": "Write the docs"},
-                      tool_response={"task": {"id": "8"}}))
+    hook(
+        load_fixture(
+            "post_tool_use_task_create.json",
+            tool_use_id="toolu_second",
+            tool_input={"subject": "Write the docs"},
+            tool_response={"task": {"id": "8"}},
+        )
+    )
     hook(load_fixture("post_tool_use_task_update.json"))
 
     client.force_login(reviewer)
@@ -236,21 +261,36 @@ def test_a_repeated_taskupdate_does_not_undo_a_later_change(hook):
     started = load_fixture("post_tool_use_task_update.json")
     hook(started)
     hook(task_update("toolu_done", status="completed"))
-    hook(load_fixture("post_tool_use_task_create.json", tool_use_id="toolu_next",
-                      tool_input={"subject": "Next"}, tool_response={"task": {"id": "9"}}))
+    hook(
+        load_fixture(
+            "post_tool_use_task_create.json",
+            tool_use_id="toolu_next",
+            tool_input={"subject": "Next"},
+            tool_response={"task": {"id": "9"}},
+        )
+    )
 
     assert hook(started).status_code == 200
 
     assert todos_of() == [("Next", "pending")]
     assert [r.idempotency_key for r in revisions()] == [
-        "toolu_01TaskCreate00000005", "toolu_01TaskUpdate00000006", "toolu_done", "toolu_next",
+        "toolu_01TaskCreate00000005",
+        "toolu_01TaskUpdate00000006",
+        "toolu_done",
+        "toolu_next",
     ]
 
 
 def test_task_completed_marks_the_item_done(hook):
     hook(load_fixture("post_tool_use_task_create.json"))
-    hook(load_fixture("post_tool_use_task_create.json", tool_use_id="toolu_other",
-                      tool_input={"subject": "Other"}, tool_response={"task": {"id": "8"}}))
+    hook(
+        load_fixture(
+            "post_tool_use_task_create.json",
+            tool_use_id="toolu_other",
+            tool_input={"subject": "Other"},
+            tool_response={"task": {"id": "8"}},
+        )
+    )
 
     assert hook(load_fixture("task_completed.json")).json() == {}
     assert todos_of() == [("Wire the toggle into the header", "completed"), ("Other", "pending")]
@@ -279,6 +319,7 @@ def test_an_update_of_an_unknown_task_changes_nothing(hook):
 
 # --- what is ignored and what is refused ------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "event", ["Setup", "CwdChanged", "FileChanged", "PreToolUse", "Elicitation"]
 )
@@ -293,8 +334,9 @@ def test_unknown_events_answer_nothing_and_store_nothing(hook, event):
 def test_other_tools_answer_nothing_but_count_as_steps_for_reminders(hook):
     from todos.models import AgentTracking
 
-    payload = load_fixture("post_tool_use_todowrite.json", tool_name="Bash",
-                           tool_input={"command": "ls"})
+    payload = load_fixture(
+        "post_tool_use_todowrite.json", tool_name="Bash", tool_input={"command": "ls"}
+    )
     assert hook(payload).json() == {}
     assert hook(payload).json() == {}  # the same delivery twice is one step
     assert AgentTracking.objects.get().steps_since_write == 1
@@ -314,10 +356,18 @@ def test_unknown_fields_are_accepted(hook):
         ('{"hook_event_name": "Stop"}', 422, "validation_error"),
         ('{"hook_event_name": "Stop", "session_id": 42}', 422, "validation_error"),
         ('{"hook_event_name": "Stop", "session_id": "../../etc"}', 422, "invalid_id"),
-        ('{"hook_event_name": "PostToolUse", "session_id": "s1", "tool_name": "TodoWrite",'
-         ' "tool_input": {"todos": "all of them"}}', 422, "validation_error"),
-        ('{"hook_event_name": "PostToolUse", "session_id": "s1", "tool_name": "TaskCreate",'
-         ' "tool_input": {"subject": "x"}}', 422, "validation_error"),
+        (
+            '{"hook_event_name": "PostToolUse", "session_id": "s1", "tool_name": "TodoWrite",'
+            ' "tool_input": {"todos": "all of them"}}',
+            422,
+            "validation_error",
+        ),
+        (
+            '{"hook_event_name": "PostToolUse", "session_id": "s1", "tool_name": "TaskCreate",'
+            ' "tool_input": {"subject": "x"}}',
+            422,
+            "validation_error",
+        ),
         ('{"hook_event_name": "TaskCompleted", "session_id": "s1"}', 422, "validation_error"),
     ],
 )
@@ -348,8 +398,12 @@ def test_a_body_over_the_limit_is_refused(hook, settings):
 @pytest.mark.parametrize("authorization", [None, "Bearer ab_unknown", "Basic abc", "Bearer "])
 def test_a_request_without_a_valid_token_is_refused(client, db, authorization):
     headers = {"Authorization": authorization} if authorization else {}
-    response = client.post(HOOK_URL, data=json.dumps(load_fixture("stop.json")),
-                           content_type="application/json", headers=headers)
+    response = client.post(
+        HOOK_URL,
+        data=json.dumps(load_fixture("stop.json")),
+        content_type="application/json",
+        headers=headers,
+    )
 
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthenticated"
@@ -369,9 +423,12 @@ def test_get_is_refused(agent_api):
 
 def test_no_csrf_token_is_needed_because_the_bearer_token_authenticates(token):
     client = Client(enforce_csrf_checks=True)
-    response = client.post(HOOK_URL, data=json.dumps(load_fixture("stop.json")),
-                           content_type="application/json",
-                           headers={"Authorization": f"Bearer {token}"})
+    response = client.post(
+        HOOK_URL,
+        data=json.dumps(load_fixture("stop.json")),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert response.status_code == 200
 
 
@@ -386,6 +443,7 @@ def test_a_session_reported_with_another_users_token_is_refused(hook, other_user
 
 # --- the live board ----------------------------------------------------------------------------
 
+
 class AsyncHook:
     """The endpoint driven from async code (AsyncClient drops headers given to its constructor)."""
 
@@ -395,7 +453,9 @@ class AsyncHook:
 
     async def post(self, payload: dict):
         return await self.client.post(
-            HOOK_URL, payload, content_type="application/json",
+            HOOK_URL,
+            payload,
+            content_type="application/json",
             headers={"Authorization": f"Bearer {self.token}"},
         )
 

@@ -30,7 +30,9 @@ class Agentboard:
 
     async def hook(self, payload: dict):
         return await self.agent.post(
-            HOOK_URL, payload, content_type="application/json",
+            HOOK_URL,
+            payload,
+            content_type="application/json",
             headers={"Authorization": f"Bearer {self.token}"},
         )
 
@@ -127,8 +129,11 @@ async def test_a_rejection_denies_with_the_reviewers_feedback(board):
 
 
 async def test_a_decision_made_through_the_service_releases_it_too(board, reviewer):
-    held = board.hold(load_fixture("permission_request_exit_plan_mode.json", agent_id=SUBAGENT_ID,
-                                   agent_type="Plan"))
+    held = board.hold(
+        load_fixture(
+            "permission_request_exit_plan_mode.json", agent_id=SUBAGENT_ID, agent_type="Plan"
+        )
+    )
     plan = await board.plan_waiting(held)
     assert plan.agent.agent_id == SUBAGENT_ID
 
@@ -166,8 +171,9 @@ async def test_the_same_request_delivered_twice_waits_on_one_plan(board):
     plan = await board.plan_waiting(first)
     seen = (await Session.objects.aget(session_id=SESSION_ID)).last_seen_at
     second = board.hold(payload)
-    await board.until(lambda: Session.objects.filter(
-        session_id=SESSION_ID, last_seen_at__gt=seen).aexists())
+    await board.until(
+        lambda: Session.objects.filter(session_id=SESSION_ID, last_seen_at__gt=seen).aexists()
+    )
 
     await board.decide(plan, "reject", "Too big; split it.")
 
@@ -207,8 +213,11 @@ async def test_a_decided_plan_is_answered_at_once_when_its_tool_use_comes_again(
 
 
 async def test_other_permission_requests_are_not_held(board):
-    payload = load_fixture("permission_request_exit_plan_mode.json", tool_name="Bash",
-                           tool_input={"command": "rm -rf build"})
+    payload = load_fixture(
+        "permission_request_exit_plan_mode.json",
+        tool_name="Bash",
+        tool_input={"command": "rm -rf build"},
+    )
     assert await answer(board.hold(payload)) == {}
     assert await Plan.objects.acount() == 0
 

@@ -34,9 +34,15 @@ def run_import(path: Path, *args: str) -> str:
 def record(kind: str, content, *, moment: str, session_id: str = SESSION, **extra) -> dict:
     role = "assistant" if kind == "assistant" else "user"
     return {
-        "type": kind, "uuid": f"u-{moment}", "parentUuid": None, "isSidechain": False,
-        "sessionId": session_id, "cwd": "/home/dev/shop", "version": "2.1.0",
-        "timestamp": f"2026-03-01T{moment}Z", "message": {"role": role, "content": content},
+        "type": kind,
+        "uuid": f"u-{moment}",
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": session_id,
+        "cwd": "/home/dev/shop",
+        "version": "2.1.0",
+        "timestamp": f"2026-03-01T{moment}Z",
+        "message": {"role": role, "content": content},
         **extra,
     }
 
@@ -48,8 +54,12 @@ def todo_write(tool_id: str, *items: tuple[str, str], moment: str, **extra) -> d
 
 
 def exit_plan_mode(tool_id: str, plan: str, *, moment: str) -> dict:
-    block = {"type": "tool_use", "id": tool_id, "name": "ExitPlanMode",
-             "input": {"plan": plan, "planFilePath": "/home/dev/.claude/plans/search.md"}}
+    block = {
+        "type": "tool_use",
+        "id": tool_id,
+        "name": "ExitPlanMode",
+        "input": {"plan": plan, "planFilePath": "/home/dev/.claude/plans/search.md"},
+    }
     return record("assistant", [block], moment=moment)
 
 
@@ -72,43 +82,80 @@ def claude_home(tmp_path: Path, reviewer) -> Path:
     """A ~/.claude with one session, one of its subagents and a legacy todo file."""
     home = tmp_path / ".claude"
     project = home / "projects" / "-home-dev-shop"
-    write_lines(project / f"{SESSION}.jsonl", [
-        record("user", "Add a search box", moment="10:00:00"),
-        todo_write("toolu_main_1", ("Index the docs", "in_progress"),
-                   ("Add a search box", "pending"), moment="10:00:05"),
-        {"type": "progress", "sessionId": SESSION, "data": {"percent": 50}},
-        "this line is not JSON {",
-        exit_plan_mode("toolu_plan_rejected", "# Plan: everything at once\n", moment="10:01:00"),
-        tool_result("toolu_plan_rejected",
-                    "The user doesn't want to proceed with this tool use. To tell you how to "
-                    "proceed, the user said:\nIndex first, then the box.", moment="10:02:00",
-                    is_error=True),
-        exit_plan_mode("toolu_plan_ok", PLAN, moment="10:03:00"),
-        tool_result("toolu_plan_ok", "User has approved your plan.", moment="10:04:00"),
-        todo_write("toolu_main_2", ("Index the docs", "completed"),
-                   ("Add a search box", "in_progress"), moment="10:05:00"),
-    ])
-    write_lines(project / SESSION / "subagents" / f"agent-{SUBAGENT}.jsonl", [
-        todo_write("toolu_sub_1", ("Find the docs folder", "in_progress"), moment="10:00:30",
-                   isSidechain=True, agentId=SUBAGENT),
-        todo_write("toolu_sub_2", ("Find the docs folder", "completed"),
-                   ("Count the pages", "in_progress"), moment="10:00:40", isSidechain=True,
-                   agentId=SUBAGENT),
-    ])
+    write_lines(
+        project / f"{SESSION}.jsonl",
+        [
+            record("user", "Add a search box", moment="10:00:00"),
+            todo_write(
+                "toolu_main_1",
+                ("Index the docs", "in_progress"),
+                ("Add a search box", "pending"),
+                moment="10:00:05",
+            ),
+            {"type": "progress", "sessionId": SESSION, "data": {"percent": 50}},
+            "this line is not JSON {",
+            exit_plan_mode(
+                "toolu_plan_rejected", "# Plan: everything at once\n", moment="10:01:00"
+            ),
+            tool_result(
+                "toolu_plan_rejected",
+                "The user doesn't want to proceed with this tool use. To tell you how to "
+                "proceed, the user said:\nIndex first, then the box.",
+                moment="10:02:00",
+                is_error=True,
+            ),
+            exit_plan_mode("toolu_plan_ok", PLAN, moment="10:03:00"),
+            tool_result("toolu_plan_ok", "User has approved your plan.", moment="10:04:00"),
+            todo_write(
+                "toolu_main_2",
+                ("Index the docs", "completed"),
+                ("Add a search box", "in_progress"),
+                moment="10:05:00",
+            ),
+        ],
+    )
+    write_lines(
+        project / SESSION / "subagents" / f"agent-{SUBAGENT}.jsonl",
+        [
+            todo_write(
+                "toolu_sub_1",
+                ("Find the docs folder", "in_progress"),
+                moment="10:00:30",
+                isSidechain=True,
+                agentId=SUBAGENT,
+            ),
+            todo_write(
+                "toolu_sub_2",
+                ("Find the docs folder", "completed"),
+                ("Count the pages", "in_progress"),
+                moment="10:00:40",
+                isSidechain=True,
+                agentId=SUBAGENT,
+            ),
+        ],
+    )
     legacy = home / "todos"
     legacy.mkdir()
-    (legacy / "0b6c1f2e-1111-4222-8333-444455556666-agent-0b6c1f2e-1111-4222-8333-444455556666.json"
-     ).write_text(json.dumps([
-         {"id": "1", "content": "Old task", "status": "in_progress", "priority": "high"},
-     ], indent=2))
+    (
+        legacy
+        / "0b6c1f2e-1111-4222-8333-444455556666-agent-0b6c1f2e-1111-4222-8333-444455556666.json"
+    ).write_text(
+        json.dumps(
+            [
+                {"id": "1", "content": "Old task", "status": "in_progress", "priority": "high"},
+            ],
+            indent=2,
+        )
+    )
     (legacy / "3c3c3c3c-agent-3c3c3c3c.json").write_text("[]")
     (legacy / "4d4d4d4d-agent-4d4d4d4d.json").write_text("{ broken")
     return home
 
 
 def revisions_of(agent_id: str, session_id: str = SESSION) -> list[TodoRevision]:
-    return list(TodoRevision.objects.filter(agent__session__session_id=session_id,
-                                            agent__agent_id=agent_id))
+    return list(
+        TodoRevision.objects.filter(agent__session__session_id=session_id, agent__agent_id=agent_id)
+    )
 
 
 def test_the_transcript_fixture_becomes_a_revision_with_its_original_time(tmp_path, reviewer):
@@ -126,7 +173,9 @@ def test_the_transcript_fixture_becomes_a_revision_with_its_original_time(tmp_pa
     assert revision.idempotency_key == "toolu_01YC"
     assert revision.received_at == datetime(2025, 6, 29, 12, 47, 10, 12000, tzinfo=UTC)
     assert [(t["id"], t["priority"]) for t in revision.new_todos] == [
-        ("1", "high"), ("2", "medium"), ("3", "low")
+        ("1", "high"),
+        ("2", "medium"),
+        ("3", "low"),
     ]
     session = Session.objects.get(session_id=LEGACY_SESSION)
     assert (session.cwd, session.owner) == ("/home/dev/parser", reviewer)
@@ -144,12 +193,14 @@ def test_a_subagent_tree_is_imported_once_however_often_it_runs(claude_home):
 
     main = Agent.objects.get(agent_id=SESSION)
     assert [(t.content, t.status) for t in main.todos.all()] == [
-        ("Index the docs", "completed"), ("Add a search box", "in_progress"),
+        ("Index the docs", "completed"),
+        ("Add a search box", "in_progress"),
     ]
     subagent = Agent.objects.get(agent_id=SUBAGENT)
     assert subagent.parent == main
     assert [(t.content, t.status) for t in subagent.todos.all()] == [
-        ("Find the docs folder", "completed"), ("Count the pages", "in_progress"),
+        ("Find the docs folder", "completed"),
+        ("Count the pages", "in_progress"),
     ]
     assert [r.idempotency_key for r in revisions_of(SUBAGENT)] == ["toolu_sub_1", "toolu_sub_2"]
     assert len(revisions_of(SESSION)) == 2
@@ -175,9 +226,12 @@ def test_plans_take_their_outcome_from_the_tool_result(claude_home, reviewer):
 
 def test_a_plan_still_waiting_in_the_terminal_is_imported_once_answered(claude_home):
     transcript = claude_home / "projects" / "-home-dev-shop" / f"{SESSION}.jsonl"
-    write_lines(transcript, [
-        exit_plan_mode("toolu_plan_late", "# Plan: later\n", moment="11:00:00"),
-    ])
+    write_lines(
+        transcript,
+        [
+            exit_plan_mode("toolu_plan_late", "# Plan: later\n", moment="11:00:00"),
+        ],
+    )
 
     assert "1 plan(s) still waiting" in run_import(claude_home)
     assert not Plan.objects.filter(markdown="# Plan: later\n").exists()
@@ -201,8 +255,9 @@ def test_unreadable_lines_and_unknown_records_are_counted_not_fatal(claude_home)
 
 
 def test_a_write_the_hooks_already_reported_is_not_imported_again(claude_home, agent_api):
-    hook = load_fixture("post_tool_use_todowrite.json", session_id=SESSION,
-                        tool_use_id="toolu_main_1")
+    hook = load_fixture(
+        "post_tool_use_todowrite.json", session_id=SESSION, tool_use_id="toolu_main_1"
+    )
     hook["tool_input"]["todos"] = [
         {"content": "Index the docs", "status": "in_progress", "activeForm": "Index the docs…"},
         {"content": "Add a search box", "status": "pending", "activeForm": "Add a search box…"},
@@ -218,8 +273,9 @@ def test_a_write_the_hooks_already_reported_is_not_imported_again(claude_home, a
 
 
 def test_older_writes_never_turn_a_newer_list_back(claude_home, agent_api):
-    newer = load_fixture("post_tool_use_todowrite.json", session_id=SESSION,
-                         tool_use_id="toolu_from_today")
+    newer = load_fixture(
+        "post_tool_use_todowrite.json", session_id=SESSION, tool_use_id="toolu_from_today"
+    )
     agent_api.post("/hooks/claude-code", newer)
 
     summary = run_import(claude_home)
@@ -280,8 +336,14 @@ def test_watch_follows_lines_as_they_are_appended(claude_home):
     watcher.start()
     try:
         until(lambda: len(revisions_of(SESSION)) == 2)
-        line = json.dumps(todo_write("toolu_main_3", ("Index the docs", "completed"),
-                                     ("Add a search box", "completed"), moment="10:09:00"))
+        line = json.dumps(
+            todo_write(
+                "toolu_main_3",
+                ("Index the docs", "completed"),
+                ("Add a search box", "completed"),
+                moment="10:09:00",
+            )
+        )
         with transcript.open("a") as file:
             # Half a line first, as a writer in the middle of its write leaves it.
             file.write(line[:40])

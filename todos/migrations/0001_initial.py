@@ -6,47 +6,112 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('dashboard', '0001_initial'),
+        ("dashboard", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Todo',
+            name="Todo",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('content', models.TextField()),
-                ('active_form', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('in_progress', 'in progress'), ('completed', 'completed'), ('cancelled', 'cancelled')], max_length=20)),
-                ('priority', models.CharField(blank=True, choices=[('high', 'high'), ('medium', 'medium'), ('low', 'low')], max_length=10)),
-                ('external_id', models.CharField(blank=True, max_length=200)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='todos', to='dashboard.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("content", models.TextField()),
+                ("active_form", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("in_progress", "in progress"),
+                            ("completed", "completed"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "priority",
+                    models.CharField(
+                        blank=True,
+                        choices=[("high", "high"), ("medium", "medium"), ("low", "low")],
+                        max_length=10,
+                    ),
+                ),
+                ("external_id", models.CharField(blank=True, max_length=200)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="todos",
+                        to="dashboard.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'position'), name='unique_todo_position')],
+                "ordering": ["agent", "position"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("agent", "position"), name="unique_todo_position"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='TodoRevision',
+            name="TodoRevision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('old_todos', models.JSONField(default=list)),
-                ('new_todos', models.JSONField(default=list)),
-                ('source', models.CharField(choices=[('api', 'HTTP API'), ('socket', 'agent socket'), ('hook', 'Claude Code hook'), ('import', 'transcript import')], max_length=10)),
-                ('idempotency_key', models.CharField(blank=True, max_length=200, null=True)),
-                ('request_hash', models.CharField(blank=True, max_length=64)),
-                ('received_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='revisions', to='dashboard.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("old_todos", models.JSONField(default=list)),
+                ("new_todos", models.JSONField(default=list)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("api", "HTTP API"),
+                            ("socket", "agent socket"),
+                            ("hook", "Claude Code hook"),
+                            ("import", "transcript import"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("idempotency_key", models.CharField(blank=True, max_length=200, null=True)),
+                ("request_hash", models.CharField(blank=True, max_length=64)),
+                ("received_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="revisions",
+                        to="dashboard.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent', 'number'],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'number'), name='unique_revision_number'), models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('agent', 'idempotency_key'), name='unique_revision_idempotency_key')],
+                "ordering": ["agent", "number"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("agent", "number"), name="unique_revision_number"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("idempotency_key__isnull", False)),
+                        fields=("agent", "idempotency_key"),
+                        name="unique_revision_idempotency_key",
+                    ),
+                ],
             },
         ),
     ]

@@ -6,59 +6,120 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0002_session_enforcer_enabled'),
-        ('todos', '0001_initial'),
+        ("dashboard", "0002_session_enforcer_enabled"),
+        ("todos", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AgentTracking',
+            name="AgentTracking",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('steps_since_write', models.PositiveIntegerField(default=0)),
-                ('steps_since_reminder', models.PositiveIntegerField(default=0)),
-                ('compaction_pending', models.BooleanField(default=False)),
-                ('consecutive_continuations', models.PositiveIntegerField(default=0)),
-                ('continued_at_revision', models.PositiveIntegerField(blank=True, null=True)),
-                ('last_error_at', models.DateTimeField(blank=True, null=True)),
-                ('current_flags', models.JSONField(default=list)),
-                ('seen_step_keys', models.JSONField(default=list)),
-                ('agent', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='tracking', to='dashboard.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("steps_since_write", models.PositiveIntegerField(default=0)),
+                ("steps_since_reminder", models.PositiveIntegerField(default=0)),
+                ("compaction_pending", models.BooleanField(default=False)),
+                ("consecutive_continuations", models.PositiveIntegerField(default=0)),
+                ("continued_at_revision", models.PositiveIntegerField(blank=True, null=True)),
+                ("last_error_at", models.DateTimeField(blank=True, null=True)),
+                ("current_flags", models.JSONField(default=list)),
+                ("seen_step_keys", models.JSONField(default=list)),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tracking",
+                        to="dashboard.agent",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='EnforcerEvent',
+            name="EnforcerEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('reminder', 'reminder'), ('continuation', 'continuation'), ('flag', 'discipline flag')], max_length=20)),
-                ('code', models.CharField(blank=True, max_length=40)),
-                ('text', models.TextField()),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='enforcer_events', to='dashboard.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("reminder", "reminder"),
+                            ("continuation", "continuation"),
+                            ("flag", "discipline flag"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("code", models.CharField(blank=True, max_length=40)),
+                ("text", models.TextField()),
+                (
+                    "created_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="enforcer_events",
+                        to="dashboard.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-pk'],
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='Continuation',
+            name="Continuation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('counting', 'counting down'), ('sent', 'continued'), ('cancelled', 'cancelled'), ('skipped', 'let it stop')], max_length=10)),
-                ('reason', models.CharField(blank=True, max_length=300)),
-                ('prompt', models.TextField(blank=True)),
-                ('unfinished', models.PositiveIntegerField(default=0)),
-                ('todo_revision', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('deadline', models.DateTimeField(blank=True, null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='continuations', to='dashboard.agent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("counting", "counting down"),
+                            ("sent", "continued"),
+                            ("cancelled", "cancelled"),
+                            ("skipped", "let it stop"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=300)),
+                ("prompt", models.TextField(blank=True)),
+                ("unfinished", models.PositiveIntegerField(default=0)),
+                ("todo_revision", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("deadline", models.DateTimeField(blank=True, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="continuations",
+                        to="dashboard.agent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['agent', 'status'], name='todos_conti_agent_i_ffc630_idx')],
+                "ordering": ["-created_at"],
+                "indexes": [
+                    models.Index(fields=["agent", "status"], name="todos_conti_agent_i_ffc630_idx")
+                ],
             },
         ),
     ]

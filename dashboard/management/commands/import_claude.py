@@ -166,12 +166,15 @@ class ClaudeImporter:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_use" and block.get("name") == "TodoWrite":
-                self._todo_write(block, session_id=session_id, agent_id=agent_id, cwd=cwd,
-                                 moment=moment)
+                self._todo_write(
+                    block, session_id=session_id, agent_id=agent_id, cwd=cwd, moment=moment
+                )
             elif block.get("type") == "tool_use" and block.get("name") == "ExitPlanMode":
                 self._plan_seen(block, session_id=session_id, agent_id=agent_id)
-            elif (block.get("type") == "tool_result"
-                  and block.get("tool_use_id") in self.pending_plans):
+            elif (
+                block.get("type") == "tool_result"
+                and block.get("tool_use_id") in self.pending_plans
+            ):
                 self._plan_answered(block)
 
     def _todo_write(
@@ -186,11 +189,20 @@ class ClaudeImporter:
         if not isinstance(key, str) or not key:
             self.counts["invalid"] += 1
             return
-        self._replace(session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd=cwd,
-                      moment=moment)
+        self._replace(
+            session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd=cwd, moment=moment
+        )
 
-    def _replace(self, *, session_id: str, agent_id: str, todos: list[TodoItem], key: str,
-                 cwd: str, moment: datetime | None) -> None:
+    def _replace(
+        self,
+        *,
+        session_id: str,
+        agent_id: str,
+        todos: list[TodoItem],
+        key: str,
+        cwd: str,
+        moment: datetime | None,
+    ) -> None:
         agent = Agent.objects.filter(session__session_id=session_id, agent_id=agent_id).first()
         if agent is not None:
             if agent.revisions.filter(idempotency_key=key).exists():
@@ -239,9 +251,10 @@ class ClaudeImporter:
             session__session_id=pending.session_id, agent__agent_id=pending.agent_id
         )
         # Plans the hooks reported carry no tool-use id: the same text means the same plan.
-        if exists.filter(idempotency_key=key).exists() or exists.filter(
-            markdown=pending.plan.plan, idempotency_key__isnull=True
-        ).exists():
+        if (
+            exists.filter(idempotency_key=key).exists()
+            or exists.filter(markdown=pending.plan.plan, idempotency_key__isnull=True).exists()
+        ):
             self.counts["already"] += 1
             return
         rejected = bool(block.get("is_error"))
@@ -297,8 +310,9 @@ class ClaudeImporter:
         moment = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
         times.see(moment)
         key = "todo-file:" + hashlib.sha256(raw).hexdigest()
-        self._replace(session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd="",
-                      moment=moment)
+        self._replace(
+            session_id=session_id, agent_id=agent_id, todos=todos, key=key, cwd="", moment=moment
+        )
         self._restore_session_times(session_id, times)
 
     def _before_writing(self, session_id: str) -> None:
@@ -347,9 +361,7 @@ def _parse_time(value: Any) -> datetime | None:
 
 def _rejection_feedback(content: Any) -> str:
     if isinstance(content, list):
-        content = "\n".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        )
+        content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
     if not isinstance(content, str) or not content.strip():
         return REJECTED_IN_TERMINAL
     match = REJECTION_FEEDBACK.search(content)
@@ -368,19 +380,45 @@ class Command(BaseCommand):
         self.stop = threading.Event()
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", nargs="?", default="~/.claude",
-                            help="Claude Code's data folder (default: ~/.claude).")
-        parser.add_argument("--user", dest="username",
-                            help="Who owns the imported sessions (default: the first superuser).")
-        parser.add_argument("--watch", action="store_true",
-                            help="Keep running and import lines as they are appended.")
-        parser.add_argument("--interval", type=float, default=1.0,
-                            help="Seconds between looks at the files with --watch (default 1).")
-        parser.add_argument("--watch-seconds", type=float, default=None,
-                            help="Stop watching after this many seconds (default: until Ctrl+C).")
+        parser.add_argument(
+            "path",
+            nargs="?",
+            default="~/.claude",
+            help="Claude Code's data folder (default: ~/.claude).",
+        )
+        parser.add_argument(
+            "--user",
+            dest="username",
+            help="Who owns the imported sessions (default: the first superuser).",
+        )
+        parser.add_argument(
+            "--watch",
+            action="store_true",
+            help="Keep running and import lines as they are appended.",
+        )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=1.0,
+            help="Seconds between looks at the files with --watch (default 1).",
+        )
+        parser.add_argument(
+            "--watch-seconds",
+            type=float,
+            default=None,
+            help="Stop watching after this many seconds (default: until Ctrl+C).",
+        )
 
-    def handle(self, *args: Any, path: str, username: str | None, watch: bool, interval: float,
-               watch_seconds: float | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        path: str,
+        username: str | None,
+        watch: bool,
+        interval: float,
+        watch_seconds: float | None,
+        **options: Any,
+    ) -> None:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise CommandError(

@@ -201,16 +201,17 @@ def _record_and_enforce(
 ) -> str | None:
     """Record the event; returns the reminder or re-injected list for the model, if any."""
     event = hook.hook_event_name
+    # One transaction for both: a tool use is frequent, so one commit rather than two.
     with transaction.atomic():
-        # A plain tool use is frequent and changes nothing visible: no board update for it.
+        # A plain tool use changes nothing visible on its own: no board update for it.
         agent = hook_observe(owner=owner, hook=hook, notify=event in LIFECYCLE_EVENTS).agent
-    return enforcer.on_hook(
-        agent=agent,
-        event=event,
-        tool_name=str(payload.get("tool_name") or ""),
-        tool_use_id=str(payload.get("tool_use_id") or ""),
-        source=str(payload.get("source") or ""),
-    )
+        return enforcer.on_hook(
+            agent=agent,
+            event=event,
+            tool_name=str(payload.get("tool_name") or ""),
+            tool_use_id=str(payload.get("tool_use_id") or ""),
+            source=str(payload.get("source") or ""),
+        )
 
 
 def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> ResolvedAgent:

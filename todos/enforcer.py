@@ -100,8 +100,7 @@ def continuation_prompt(items: Sequence[Mapping[str, str]]) -> str:
 
 def tracking_for(agent: Agent) -> AgentTracking:
     """The agent's tracking row, locked for the caller's transaction."""
-    AgentTracking.objects.get_or_create(agent=agent)
-    return AgentTracking.objects.select_for_update().get(agent=agent)
+    return AgentTracking.objects.select_for_update().get_or_create(agent=agent)[0]
 
 
 def _current_items(agent: Agent) -> list[dict[str, str]]:
@@ -122,6 +121,8 @@ def _set_flags(agent: Agent, tracking: AgentTracking, flags: list[str]) -> list[
 
 
 def _publish(agent: Agent, events: Sequence[EnforcerEvent] = ()) -> None:
+    """Re-render the agent's card (and history) once, after commit. Helpers below return the
+    events they record so that each public function publishes exactly once."""
     live.after_commit(
         live.agent_changed, agent_pk=agent.pk, enforcer_event_pks=[e.pk for e in events]
     )
@@ -148,28 +149,29 @@ def on_todo_write(
 ) -> list[EnforcerEvent]:
     """A write resets the step counter, re-evaluates the flags and cancels any countdown.
 
-    Runs inside the write's transaction; returns the flag events it recorded.
+    Runs inside the write's transaction; returns the events it recorded, for the write's own
+    board update to carry.
     """
     tracking = tracking_for(agent)
     tracking.steps_since_write = 0
     events = _set_flags(agent, tracking, list_flags(old, new))
     tracking.save()
-    _cancel_counting(agent, reason="the agent updated its todo list")
-    return events
+    return events + _cancel_counting(agent, reason="the agent updated its todo list")
 
 
 def on_activity(*, agent: Agent) -> None:
     """Any sign of life from the agent (a prompt, a tool use) cancels a running countdown."""
     with transaction.atomic():
-        if _cancel_counting(agent, reason="the agent became active again"):
-            tracking = tracking_for(agent)
-            if "stopped_unfinished" in tracking.current_flags:
-                _set_flags(
-                    agent,
-                    tracking,
-                    [f for f in tracking.current_flags if f != "stopped_unfinished"],
-                )
-                tracking.save()
+        events = _cancel_counting(agent, reason="the agent became active again")
+        if not events:
+            return
+        tracking = tracking_for(agent)
+        if "stopped_unfinished" in tracking.current_flags:
+            _set_flags(
+                agent, tracking, [f for f in tracking.current_flags if f != "stopped_unfinished"]
+            )
+            tracking.save()
+        _publish(agent, events)
 
 
 def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> str | None:
@@ -183,11 +185,14 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> st
             tracking.seen_step_keys = [*tracking.seen_step_keys, key][-STEP_KEYS_KEPT:]
         tracking.steps_since_write += 1
         tracking.steps_since_reminder += 1
-        _cancel_counting(agent, reason="the agent became active again")
-        reminder = (
-            _take_reminder_if_due(agent, tracking) if deliver else _mark_stale(agent, tracking)
-        )
+        events = _cancel_counting(agent, reason="the agent became active again")
+        if deliver:
+            reminder, recorded = _take_reminder_if_due(agent, tracking)
+        else:
+            reminder, recorded = None, _mark_stale(agent, tracking)
         tracking.save()
+        if events or recorded:
+            _publish(agent, events + recorded)
     return reminder
 
 
@@ -197,9 +202,13 @@ def on_user_prompt(*, agent: Agent) -> str | None:
         tracking = tracking_for(agent)
         tracking.last_error_at = None
         tracking.consecutive_continuations = 0
-        _cancel_counting(agent, reason="the user sent a new prompt")
-        text = _compaction_if_pending(agent, tracking) or _take_reminder_if_due(agent, tracking)
+        events = _cancel_counting(agent, reason="the user sent a new prompt")
+        text, recorded = _compaction_if_pending(agent, tracking)
+        if text is None:
+            text, recorded = _take_reminder_if_due(agent, tracking)
         tracking.save()
+        if events or recorded:
+            _publish(agent, events + recorded)
     return text
 
 
@@ -216,8 +225,10 @@ def on_session_start(*, agent: Agent, source: str) -> str | None:
         tracking = tracking_for(agent)
         if source == "compact":
             tracking.compaction_pending = True
-        text = _compaction_if_pending(agent, tracking)
+        text, recorded = _compaction_if_pending(agent, tracking)
         tracking.save()
+        if recorded:
+            _publish(agent, recorded)
     return text
 
 
@@ -228,31 +239,36 @@ def on_error(*, agent: Agent) -> None:
         tracking.save(update_fields=["last_error_at"])
 
 
-def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> str | None:
+Injection = tuple[str | None, list[EnforcerEvent]]
+
+
+def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> Injection:
     if not tracking.compaction_pending:
-        return None
+        return None, []
     tracking.compaction_pending = False
     text = compaction_text(_current_items(agent))
     event = _record(
         agent, EnforcerEvent.Kind.REMINDER, "Re-injected the todo list after compaction."
     )
-    _publish(agent, [event])
-    return text
+    return text, [event]
 
 
-def _mark_stale(agent: Agent, tracking: AgentTracking) -> None:
+def _is_stale(tracking: AgentTracking) -> bool:
+    return tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
+
+
+def _mark_stale(agent: Agent, tracking: AgentTracking) -> list[EnforcerEvent]:
     """Raise the stale-list flag once the reminder threshold is reached."""
-    stale = tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
-    if stale and "stale_list" not in tracking.current_flags:
-        events = _set_flags(agent, tracking, [*tracking.current_flags, "stale_list"])
-        _publish(agent, events)
+    if _is_stale(tracking) and "stale_list" not in tracking.current_flags:
+        return _set_flags(agent, tracking, [*tracking.current_flags, "stale_list"])
+    return []
 
 
-def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> str | None:
-    _mark_stale(agent, tracking)
-    stale = tracking.steps_since_write >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
-    if not stale or tracking.steps_since_reminder < settings.AGENTBOARD_REMINDER_STEPS_BETWEEN:
-        return None
+def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Injection:
+    events = _mark_stale(agent, tracking)
+    due = tracking.steps_since_reminder >= settings.AGENTBOARD_REMINDER_STEPS_BETWEEN
+    if not _is_stale(tracking) or not due:
+        return None, events
     tracking.steps_since_reminder = 0
     items = _current_items(agent)
     event = _record(
@@ -263,8 +279,7 @@ def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> str | None:
         if items
         else "Suggested starting a todo list.",
     )
-    _publish(agent, [event])
-    return reminder_text(items, steps=tracking.steps_since_write)
+    return reminder_text(items, steps=tracking.steps_since_write), [*events, event]
 
 
 def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> None:
@@ -278,32 +293,36 @@ def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> None
             EnforcerEvent.Kind.CONTINUATION,
             f"{by} switched the continuation enforcer {'on' if enabled else 'off'}.",
         )
+        changed: dict[int, tuple[Agent, list[EnforcerEvent]]] = {main.pk: (main, [event])}
         if not enabled:
             for agent in session.agents.all():
-                _cancel_counting(agent, reason=f"{by} switched the enforcer off")
-        _publish(main, [event])
+                cancelled = _cancel_counting(agent, reason=f"{by} switched the enforcer off")
+                if cancelled:
+                    changed.setdefault(agent.pk, (agent, []))[1].extend(cancelled)
+        for agent, recorded in changed.values():
+            _publish(agent, recorded)
 
 
 # --- the continuation enforcer ------------------------------------------------------------------
 
 
-def _cancel_counting(agent: Agent, *, reason: str) -> bool:
+def _cancel_counting(agent: Agent, *, reason: str) -> list[EnforcerEvent]:
+    """Cancel the agent's running countdown, if any, and wake its held Stop hook."""
     pks = list(
         Continuation.objects.filter(agent=agent, status=Continuation.Status.COUNTING).values_list(
             "pk", flat=True
         )
     )
     if not pks:
-        return False
+        return []
     cancelled = Continuation.objects.filter(pk__in=pks, status=Continuation.Status.COUNTING).update(
         status=Continuation.Status.CANCELLED, reason=reason, resolved_at=timezone.now()
     )
-    if cancelled:
-        event = _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")
-        _publish(agent, [event])
-        for pk in pks:
-            live.after_commit(_notify_resolved, continuation_pk=pk)
-    return bool(cancelled)
+    if not cancelled:
+        return []
+    for pk in pks:
+        live.after_commit(_notify_resolved, continuation_pk=pk)
+    return [_record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")]
 
 
 def _notify_resolved(continuation_pk: int) -> None:
@@ -356,12 +375,11 @@ def continuation_begin(
         tracking = tracking_for(agent)
         if not stop_hook_active:
             tracking.consecutive_continuations = 0
-        _cancel_counting(agent, reason="a newer stop arrived")
+        events = _cancel_counting(agent, reason="a newer stop arrived")
         items = _current_items(agent)
         unfinished = sum(
             1 for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)
         )
-        events = []
         if unfinished:
             events += _set_flags(
                 agent, tracking, [*{*tracking.current_flags, "stopped_unfinished"}]

@@ -213,7 +213,7 @@ def todo_list_replace(
             received_at=received_at or timezone.now(),
         )
         # Imported history is the past: it raises no discipline flags and cancels nothing now.
-        flag_events = (
+        enforcer_events = (
             []
             if source == TodoRevision.Source.IMPORT
             else enforcer.on_todo_write(agent=agent, old=old_items, new=new_items)
@@ -223,7 +223,7 @@ def todo_list_replace(
             live.agent_changed,
             agent_pk=agent.pk,
             revision_pk=revision.pk,
-            enforcer_event_pks=[event.pk for event in flag_events],
+            enforcer_event_pks=[event.pk for event in enforcer_events],
             agent_created=resolved.agent_created,
             session_created=resolved.session_created,
         )

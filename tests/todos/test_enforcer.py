@@ -436,3 +436,24 @@ def test_imported_history_raises_no_flags(user):
         source=TodoRevision.Source.IMPORT,
     )
     assert not EnforcerEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
+    from django.test.signals import template_rendered
+
+    agent = write(user, UNFINISHED)
+    steps(agent, 6)
+    cards = []
+
+    def on_render(sender, template, **kwargs):
+        if template.name == "dashboard/_agent_card.html":
+            cards.append(template.name)
+
+    template_rendered.connect(on_render)
+    try:
+        # The seventh step raises the stale flag, records a reminder and cancels nothing.
+        assert enforcer.on_step(agent=agent, key="seventh")
+    finally:
+        template_rendered.disconnect(on_render)
+    assert len(cards) == 1

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, AgentToken, Session, hash_token
+
+M = TypeVar("M", bound=models.Model)
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
 
@@ -24,6 +28,23 @@ def validate_id(value: str, *, name: str) -> str:
             detail=[{"loc": ["path", name], "msg": "not a valid id"}],
         )
     return value
+
+
+def idempotent_replay(
+    records: QuerySet[M], *, key: str | None, request_hash: str, what: str
+) -> M | None:
+    """The earlier record made with this Idempotency-Key, to answer a retry with; None when
+    there is none. The same key sent with a different body is refused."""
+    if not key:
+        return None
+    earlier = records.filter(idempotency_key=key).first()
+    if earlier is not None and earlier.request_hash != request_hash:
+        raise ServiceError(
+            "idempotency_key_reused",
+            f"This Idempotency-Key was already used for a different {what}; "
+            f"send a new key for a new {what}.",
+        )
+    return earlier
 
 
 def token_authenticate(raw: str | None) -> AbstractBaseUser | None:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import PermissionMode, Session
-from dashboard.services import agent_resolve_for_update, agent_touch
+from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
 from planmode.models import Decision, ModeAfter, Plan, PlanStatus
 
 # Shift+Tab in Claude Code; bypassPermissions only takes its turn when it is available.
@@ -136,16 +136,11 @@ def plan_submit(
             owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type
         )
         agent = resolved.agent
-        if idempotency_key:
-            earlier = agent.plans.filter(idempotency_key=idempotency_key).first()
-            if earlier is not None:
-                if earlier.request_hash != request_hash:
-                    raise ServiceError(
-                        "idempotency_key_reused",
-                        "This Idempotency-Key was already used for a different plan; "
-                        "send a new key for a new plan.",
-                    )
-                return earlier
+        earlier = idempotent_replay(
+            agent.plans.all(), key=idempotency_key, request_hash=request_hash, what="plan"
+        )
+        if earlier is not None:
+            return earlier
         withdrawn = [
             older.pk
             for older in agent.plans.filter(status=PlanStatus.PENDING)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode
-from dashboard.services import agent_resolve_for_update, agent_touch
+from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
 from todos import enforcer
 from todos.models import Todo, TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
@@ -166,16 +166,11 @@ def todo_list_replace(
             owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
         )
         agent = resolved.agent
-        if idempotency_key:
-            earlier = agent.revisions.filter(idempotency_key=idempotency_key).first()
-            if earlier is not None:
-                if earlier.request_hash != request_hash:
-                    raise ServiceError(
-                        "idempotency_key_reused",
-                        "This Idempotency-Key was already used for a different list; "
-                        "send a new key for a new write.",
-                    )
-                return _result_of(earlier)
+        earlier = idempotent_replay(
+            agent.revisions.all(), key=idempotency_key, request_hash=request_hash, what="list"
+        )
+        if earlier is not None:
+            return _result_of(earlier)
         if enforce_plan_mode and agent.session.permission_mode == PermissionMode.PLAN:
             raise ServiceError(
                 "plan_mode_active",

@@ -49,21 +49,26 @@
     applyCollapse(card);
   });
 
-  /* Relative times ("2 min ago"), exact time in the title. */
-  function relative(date) {
+  /* Times, exact in the title: data-relative reads "2 min ago", data-duration "4 min"
+     (as in "waiting 4 min"), in the same steps as the server. */
+  function elapsed(date) {
     var seconds = Math.max(0, Math.round((Date.now() - date.getTime()) / 1000));
-    if (seconds < 10) return "now";
-    if (seconds < 60) return seconds + " s ago";
+    if (seconds < 60) return seconds + " s";
     var minutes = Math.round(seconds / 60);
-    if (minutes < 60) return minutes + " min ago";
+    if (minutes < 60) return minutes + " min";
     var hours = Math.round(minutes / 60);
-    if (hours < 48) return hours + " h ago";
-    return Math.round(hours / 24) + " days ago";
+    if (hours < 48) return hours + " h";
+    return Math.round(hours / 24) + " days";
   }
   function refreshTimes(root) {
-    (root.querySelectorAll ? root.querySelectorAll("time[data-relative]") : []).forEach(function (el) {
+    (root.querySelectorAll ? root.querySelectorAll("time[data-relative], time[data-duration]") : []).forEach(function (el) {
       var date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date)) el.textContent = relative(date);
+      if (isNaN(date)) return;
+      if (el.hasAttribute("data-duration")) {
+        el.textContent = elapsed(date);
+      } else {
+        el.textContent = Date.now() - date.getTime() < 10000 ? "now" : elapsed(date) + " ago";
+      }
     });
   }
   setInterval(function () { refreshTimes(document); }, 10000);

@@ -1,25 +1,7 @@
-/* Agentboard plan review: waiting times, keyboard shortcuts on the queue and review pages,
+/* Agentboard plan review: keyboard shortcuts on the queue and review pages,
    and opt-in desktop notifications when a plan arrives. All markup comes from the server. */
 (function () {
   "use strict";
-
-  /* "waiting 4 min": durations, refreshed like the relative times (same steps as the server). */
-  function duration(date) {
-    var seconds = Math.max(0, Math.round((Date.now() - date.getTime()) / 1000));
-    if (seconds < 60) return seconds + " s";
-    var minutes = Math.round(seconds / 60);
-    if (minutes < 60) return minutes + " min";
-    var hours = Math.round(minutes / 60);
-    if (hours < 48) return hours + " h";
-    return Math.round(hours / 24) + " days";
-  }
-  function refreshDurations(root) {
-    (root.querySelectorAll ? root.querySelectorAll("time[data-duration]") : []).forEach(function (el) {
-      var date = new Date(el.getAttribute("datetime"));
-      if (!isNaN(date)) el.textContent = duration(date);
-    });
-  }
-  setInterval(function () { refreshDurations(document); }, 10000);
 
   /* Keyboard: a / A / r decide, j / k move between waiting plans, Esc leaves the text box. */
   function typing(target) {
@@ -111,7 +93,6 @@
     return el ? parseInt(el.dataset.count || "0", 10) : 0;
   }
   document.addEventListener("htmx:load", function (event) {
-    refreshDurations(event.target);
     if (event.target.id !== "plans-waiting") return;
     var count = countWaiting();
     if (lastCount !== null && count > lastCount && notifyOn()) {
@@ -124,7 +105,6 @@
   });
   document.addEventListener("DOMContentLoaded", function () {
     lastCount = countWaiting();
-    refreshDurations(document);
     showToggle();
   });
 })();

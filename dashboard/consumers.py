@@ -272,6 +272,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
             plan=frame.plan,
             plan_file_path=frame.plan_file_path,
             source=Plan.Source.SOCKET,
+            agent_type=frame.agent_type,
         ).pk
 
     def _expire_plan(self, plan_pk: int) -> dict:

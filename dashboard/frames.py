@@ -36,6 +36,7 @@ class ExitPlanModeFrame(Frame):
     agent_id: StrictStr
     plan: StrictStr
     plan_file_path: StrictStr | None = None
+    agent_type: Annotated[StrictStr, Field(max_length=100)] = ""
 
 
 class WatchPlanFrame(Frame):

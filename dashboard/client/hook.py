@@ -124,6 +124,7 @@ async def wait_for_plan_decision(
         "id": "submit",
         "session_id": session_id,
         "agent_id": payload.get("agent_id") or session_id,
+        "agent_type": str(payload.get("agent_type") or "")[:100],
         "plan": tool_input["plan"],
         "plan_file_path": tool_input.get("planFilePath"),
     }

@@ -326,3 +326,13 @@ async def test_an_agent_cannot_expire_another_users_plan(token, other_user):
     assert (await Plan.objects.aget(pk=plan_id)).status == "pending"
     await agent.disconnect()
     await stranger.disconnect()
+
+
+async def test_a_subagents_plan_labels_its_card_with_the_agent_type(token):
+    from dashboard.models import Agent
+
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode(agent_id="sub-1", agent_type="Plan"))
+    assert (await agent.receive_json_from(timeout=5))["type"] == "ack"
+    assert (await Agent.objects.aget(agent_id="sub-1")).agent_type == "Plan"
+    await agent.disconnect()

@@ -9,12 +9,15 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
-from dashboard.services import token_authenticate
+from dashboard.services import token_owner
 
 
 class BearerToken(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> object | None:
-        return token_authenticate(token)
+    # Every operation is async: the token check awaits the cache, with no thread hop when warm.
+    is_async = True
+
+    async def authenticate(self, request: HttpRequest, token: str) -> object | None:
+        return await token_owner(token.strip())
 
 
 api = NinjaAPI(

@@ -15,6 +15,7 @@ from django.urls import reverse
 from pydantic import ValidationError
 
 from dashboard import live, selectors
+from dashboard.changes import Outcome
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
 from dashboard.frames import (
     FRAME_ADAPTER,
@@ -27,11 +28,15 @@ from dashboard.frames import (
     WatchPlanFrame,
 )
 from dashboard.models import Session
-from dashboard.services import agent_resolve_for_update, agent_touch, token_authenticate
+from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
 from planmode.selectors import plan_for_owner
 from planmode.services import plan_expire, plan_state, plan_submit
+from todos import enforcer
+from todos.models import TodoRevision
+from todos.services import todo_list_replace
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +133,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
     """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
 
     async def connect(self) -> None:
-        self.user = await database_sync_to_async(token_authenticate)(_bearer_token(self.scope))
+        self.user = await token_owner(_bearer_token(self.scope))
         self.watched_plans: set[int] = set()
         await self.accept()
         if self.user is None:
@@ -198,10 +203,19 @@ class AgentConsumer(AsyncWebsocketConsumer):
         if isinstance(frame, PingFrame):
             await self._send_json({"type": "pong", "id": frame.id})
         elif isinstance(frame, TodoWriteFrame):
-            result = await database_sync_to_async(self._todo_write)(frame)
-            await self._send_json({"type": "ack", "id": frame.id, "result": result})
+            written = await write(
+                todo_list_replace,
+                owner=self.user,
+                session_id=frame.session_id,
+                agent_id=frame.agent_id,
+                todos=frame.todos,
+                source=TodoRevision.Source.SOCKET,
+                agent_type=frame.agent_type,
+                cwd=frame.cwd,
+            )
+            await self._send_json({"type": "ack", "id": frame.id, "result": written.as_wire()})
         elif isinstance(frame, StepFrame):
-            reminder = await database_sync_to_async(self._step)(frame)
+            reminder = (await write(_step, owner=self.user, frame=frame)).text
             await self._send_json({"type": "ack", "id": frame.id, "result": {"reminder": reminder}})
             if reminder:
                 await self._send_json(
@@ -213,7 +227,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
                     }
                 )
         elif isinstance(frame, ExpirePlanFrame):
-            state = await database_sync_to_async(self._expire_plan)(frame.plan_id)
+            state = (await write(_expire_plan, owner=self.user, plan_id=frame.plan_id)).value
             await self._unwatch_plan(frame.plan_id)
             await self._send_json({"type": "ack", "id": frame.id, "result": state})
         else:
@@ -222,7 +236,17 @@ class AgentConsumer(AsyncWebsocketConsumer):
     async def handle_plan_frame(self, frame: ExitPlanModeFrame | WatchPlanFrame) -> None:
         """Ack with the plan's state, then push `plan_decided` once a reviewer decides."""
         if isinstance(frame, ExitPlanModeFrame):
-            plan_pk = await database_sync_to_async(self._exit_plan_mode)(frame)
+            submitted = await write(
+                plan_submit,
+                owner=self.user,
+                session_id=frame.session_id,
+                agent_id=frame.agent_id,
+                plan=frame.plan,
+                plan_file_path=frame.plan_file_path,
+                source=Plan.Source.SOCKET,
+                agent_type=frame.agent_type,
+            )
+            plan_pk = submitted.plan.pk
         else:
             plan_pk = frame.plan_id
         # Subscribe before reading: a decision made in between is then in the state read
@@ -242,11 +266,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
         plan_pk = event["plan_id"]
         if plan_pk not in self.watched_plans:
             return
-        try:
-            state = await database_sync_to_async(self._plan_state)(plan_pk)
-        except ServiceError:
-            await self._unwatch_plan(plan_pk)
-            return
+        state = event["state"]
         if state["status"] == "pending":
             return
         await self._unwatch_plan(plan_pk)
@@ -264,21 +284,6 @@ class AgentConsumer(AsyncWebsocketConsumer):
         for plan_pk in list(getattr(self, "watched_plans", ())):
             await self._unwatch_plan(plan_pk)
 
-    def _exit_plan_mode(self, frame: ExitPlanModeFrame) -> int:
-        return plan_submit(
-            owner=self.user,
-            session_id=frame.session_id,
-            agent_id=frame.agent_id,
-            plan=frame.plan,
-            plan_file_path=frame.plan_file_path,
-            source=Plan.Source.SOCKET,
-            agent_type=frame.agent_type,
-        ).pk
-
-    def _expire_plan(self, plan_pk: int) -> dict:
-        plan_for_owner(plan_id=plan_pk, owner=self.user)  # 404 unless it is this user's plan
-        return plan_state(plan_expire(plan_id=plan_pk))
-
     def _plan_state(self, plan_pk: int) -> dict:
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))
 
@@ -288,31 +293,19 @@ class AgentConsumer(AsyncWebsocketConsumer):
         path = reverse("plan-review", args=[plan_pk])
         return f"{scheme}://{host}{path}" if host else path
 
-    def _step(self, frame: StepFrame) -> str | None:
-        from django.db import transaction
-
-        from todos import enforcer
-
-        with transaction.atomic():
-            agent = agent_resolve_for_update(
-                owner=self.user, session_id=frame.session_id, agent_id=frame.agent_id
-            ).agent
-            agent_touch(agent=agent)
-        return enforcer.on_step(agent=agent, key=frame.key)
-
-    def _todo_write(self, frame: TodoWriteFrame) -> dict:
-        from todos.models import TodoRevision
-        from todos.services import todo_list_replace
-
-        return todo_list_replace(
-            owner=self.user,
-            session_id=frame.session_id,
-            agent_id=frame.agent_id,
-            todos=frame.todos,
-            source=TodoRevision.Source.SOCKET,
-            agent_type=frame.agent_type,
-            cwd=frame.cwd,
-        ).as_wire()
-
     async def _send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload))
+
+
+def _expire_plan(*, owner: object, plan_id: int) -> Outcome[dict]:
+    plan_for_owner(plan_id=plan_id, owner=owner)  # 404 unless it is this user's plan
+    expired = plan_expire(plan_id=plan_id)
+    return Outcome(plan_state(expired.plan), expired.changes)
+
+
+def _step(*, owner: object, frame: StepFrame) -> enforcer.Injection:
+    agent = agent_resolve_for_update(
+        owner=owner, session_id=frame.session_id, agent_id=frame.agent_id
+    ).agent
+    agent_touch(agent=agent)
+    return enforcer.on_step(agent=agent, key=frame.key)

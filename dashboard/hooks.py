@@ -13,18 +13,16 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from asgiref.sync import sync_to_async
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection, transaction
+from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from dashboard import live
+from dashboard.changes import Changes, Outcome
 from dashboard.client.decision import permission_decision
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.hook_schemas import (
@@ -42,11 +40,12 @@ from dashboard.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
-    token_authenticate,
+    token_owner,
 )
+from dashboard.waiting import stop_hook_answer, wait_for_decision
+from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
-from planmode.services import plan_expire, plan_state, plan_submit
-from planmode.waiting import wait_for_decision
+from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
@@ -87,7 +86,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
         return _error_response(
             ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
         )
-    owner = await sync_to_async(token_authenticate)(_bearer_token(request))
+    owner = await token_owner(_bearer_token(request))
     if owner is None:
         return _error_response(unauthenticated())
     try:
@@ -179,44 +178,46 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     """Lifecycle and activity: update the board, then let the enforcer have its say."""
     hook = _validate(HookInput, payload)
     if hook.hook_event_name in {"Stop", "SubagentStop"}:
-        agent_pk = await sync_to_async(_record_event)(owner=owner, hook=hook)
+        observed = await write(_record_event, owner=owner, hook=hook)
         background = payload.get("background_tasks")
         # Held for the continuation countdown; the answer is {} on any failure.
-        return await enforcer.stop_hook_answer(
-            agent_pk=agent_pk,
+        return await stop_hook_answer(
+            agent_pk=observed.value,
             stop_hook_active=payload.get("stop_hook_active") is True,
             background_tasks=len(background) if isinstance(background, list) else 0,
         )
-    text = await sync_to_async(_record_and_enforce)(owner=owner, hook=hook, payload=payload)
-    return enforcer.additional_context(hook.hook_event_name, text)
+    injection = await write(_record_and_enforce, owner=owner, hook=hook, payload=payload)
+    return enforcer.additional_context(hook.hook_event_name, injection.text)
 
 
-def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> int:
-    with transaction.atomic():
-        return hook_observe(owner=owner, hook=hook, notify=True).agent.pk
+def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int]:
+    resolved, changes = hook_observe(owner=owner, hook=hook, notify=True)
+    return Outcome(resolved.agent.pk, changes)
 
 
 def _record_and_enforce(
     *, owner: AbstractBaseUser, hook: HookInput, payload: dict[str, Any]
-) -> str | None:
+) -> enforcer.Injection:
     """Record the event; returns the reminder or re-injected list for the model, if any."""
     event = hook.hook_event_name
-    # One transaction for both: a tool use is frequent, so one commit rather than two.
-    with transaction.atomic():
-        # A plain tool use changes nothing visible on its own: no board update for it.
-        agent = hook_observe(owner=owner, hook=hook, notify=event in LIFECYCLE_EVENTS).agent
-        return enforcer.on_hook(
-            agent=agent,
-            event=event,
-            tool_name=str(payload.get("tool_name") or ""),
-            tool_use_id=str(payload.get("tool_use_id") or ""),
-            source=str(payload.get("source") or ""),
-        )
+    # A plain tool use changes nothing visible on its own: no board update for it.
+    resolved, changes = hook_observe(owner=owner, hook=hook, notify=event in LIFECYCLE_EVENTS)
+    injection = enforcer.on_hook(
+        agent=resolved.agent,
+        event=event,
+        tool_name=str(payload.get("tool_name") or ""),
+        tool_use_id=str(payload.get("tool_use_id") or ""),
+        source=str(payload.get("source") or ""),
+    )
+    injection.changes = changes.merge(injection.changes)
+    return injection
 
 
-def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> ResolvedAgent:
+def hook_observe(
+    *, owner: AbstractBaseUser, hook: HookInput, notify: bool
+) -> tuple[ResolvedAgent, Changes]:
     """Apply what any hook tells about its session and agent: existence, mode, lifecycle and
-    activity. Runs inside the caller's transaction; the board hears of it after commit."""
+    activity, inside the writer's transaction. Returns what the board must show."""
     assert transaction.get_connection().in_atomic_block
     resolved = agent_resolve_for_update(
         owner=owner,
@@ -255,15 +256,12 @@ def hook_observe(*, owner: AbstractBaseUser, hook: HookInput, notify: bool) -> R
     if session_fields:
         session.save(update_fields=session_fields)
     agent_touch(agent=agent)
+    changes = Changes()
     if notify or session_fields or resolved.agent_created or resolved.session_created:
-        for index, changed in enumerate(changed_agents):
-            live.after_commit(
-                live.agent_changed,
-                agent_pk=changed.pk,
-                agent_created=resolved.agent_created and index == 0,
-                session_created=resolved.session_created and index == 0,
-            )
-    return resolved
+        changes = resolved.changes()
+        for other in changed_agents[1:]:
+            changes.agent(other.pk, other.session_id)
+    return resolved, changes
 
 
 def _agent_stop(agent: Agent, now: Any) -> None:
@@ -287,7 +285,8 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         change = _task_create(hook)
     else:
         change = _task_update(_validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
-    await sync_to_async(_todos_change)(
+    await write(
+        _todos_change,
         owner=owner,
         hook=hook,
         change=change,
@@ -353,8 +352,13 @@ async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Outpu
             for item in current
         ]
 
-    await sync_to_async(_todos_change)(
-        owner=owner, hook=hook, change=apply, idempotency_key=None, record_unchanged=False
+    await write(
+        _todos_change,
+        owner=owner,
+        hook=hook,
+        change=apply,
+        idempotency_key=None,
+        record_unchanged=False,
     )
     return {}
 
@@ -366,20 +370,21 @@ def _todos_change(
     change: TodoChange,
     idempotency_key: str | None,
     record_unchanged: bool,
-) -> None:
+) -> Outcome[None]:
     """Read the agent's list, apply `change` and store the result as a hook revision, all under
     the agent's row lock so concurrent Task tool hooks cannot lose each other's items."""
     with transaction.atomic():
-        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        agent = resolved.agent
         # A hook delivered twice (retries, or both the HTTP and the command hook installed)
         # must not apply its change again on top of later ones.
         if idempotency_key and agent.revisions.filter(idempotency_key=idempotency_key).exists():
-            return
+            return Outcome(None, changes)
         current = current_todos(agent)
         new = change(current)
         if new == current and not record_unchanged:
-            return
-        todo_list_replace(
+            return Outcome(None, changes)
+        written = todo_list_replace(
             owner=owner,
             session_id=hook.session_id,
             agent_id=hook.acting_agent_id,
@@ -391,6 +396,7 @@ def _todos_change(
             # Claude Code already ran the tool, so the list changed whatever the mode says.
             enforce_plan_mode=False,
         )
+        return Outcome(None, changes.merge(written.changes))
 
 
 # --- plans -----------------------------------------------------------------------------------
@@ -405,10 +411,10 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
     hook = _validate(ToolHookInput, payload)
     plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
     submitted = asyncio.ensure_future(
-        sync_to_async(_plan_submit)(owner=owner, hook=hook, plan_input=plan_input)
+        write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input)
     )
     try:
-        state = await asyncio.shield(submitted)
+        state = (await asyncio.shield(submitted)).value
         if state["status"] == "pending":
             state = await _hold_until_decided(state["id"])
     except BaseException:
@@ -427,26 +433,25 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
 _cleanup_tasks: set[asyncio.Task[None]] = set()
 
 
-async def _expire_abandoned(submitted: asyncio.Future[dict[str, Any]]) -> None:
+async def _expire_abandoned(submitted: asyncio.Future[Outcome[dict[str, Any]]]) -> None:
     try:
-        state = await submitted
+        state = (await submitted).value
     except Exception:
         return  # refused (the request got its error): there is no plan to expire
     if state["status"] != "pending":
         return
     try:
-        # The shared thread pool bounds how many run at once: when many requests drop
-        # together (a restart), they must not each open a database connection at once.
-        await database_sync_to_async(plan_expire, thread_sensitive=False)(plan_id=state["id"])
+        await write(plan_expire, plan_id=state["id"])
     except Exception:
         logger.exception("could not expire plan %s after its hook request went away", state["id"])
 
 
 def _plan_submit(
     *, owner: AbstractBaseUser, hook: ToolHookInput, plan_input: ExitPlanModeToolInput
-) -> dict[str, Any]:
+) -> Outcome[dict[str, Any]]:
     with transaction.atomic():
-        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        agent = resolved.agent
         # PermissionRequest input has no tool_use_id: the same plan still waiting for this agent
         # is the same request delivered twice (both hook kinds installed), so it joins that wait.
         waiting = (
@@ -458,7 +463,10 @@ def _plan_submit(
             .order_by("-pk")
             .first()
         )
-        plan = waiting or plan_submit(
+        if waiting is not None:
+            waiting.agent, waiting.session = agent, agent.session
+            return Outcome(plan_state(waiting), changes)
+        submitted = plan_submit(
             owner=owner,
             session_id=hook.session_id,
             agent_id=hook.acting_agent_id,
@@ -468,33 +476,22 @@ def _plan_submit(
             idempotency_key=hook.tool_use_id,
             agent_type=hook.agent_type or "",
         )
-        return plan_state(plan)
+        return Outcome(plan_state(submitted.plan), changes.merge(submitted.changes))
 
 
 async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
-    await sync_to_async(_release_db_connection)()
-    plan = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
-    if plan is None:
-        plan = await sync_to_async(plan_expire)(plan_id=plan_id)
-    return await sync_to_async(_plan_state)(plan.pk)
-
-
-def _plan_state(plan_id: int) -> dict[str, Any]:
-    return plan_state(Plan.objects.select_related("session", "agent", "decided_by").get(pk=plan_id))
-
-
-def _release_db_connection() -> None:
-    # A held request waits for minutes: give its database connection back meanwhile, so that
-    # hundreds of waiting agents cannot exhaust the database's connection limit.
-    if not connection.in_atomic_block:
-        connection.close()
+    state = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
+    if state is None:
+        expired: PlanChange = await write(plan_expire, plan_id=plan_id)
+        state = plan_state(expired.plan)
+    return state
 
 
 async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """After an approved ExitPlanMode: the reviewer's notes reach the model as context (a
     PermissionRequest allow cannot carry them)."""
     hook = _validate(ToolHookInput, payload)
-    notes = await sync_to_async(_approval_notes)(owner=owner, hook=hook)
+    notes = (await write(_approval_notes, owner=owner, hook=hook)).value
     if not notes:
         return {}
     return {
@@ -508,12 +505,13 @@ async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
     }
 
 
-def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> str:
+def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> Outcome[str]:
     with transaction.atomic():
-        agent = hook_observe(owner=owner, hook=hook, notify=False).agent
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        agent = resolved.agent
         approved = agent.plans.filter(status=PlanStatus.APPROVED)
         plan_text = hook.tool_input.get("plan")
         if isinstance(plan_text, str) and plan_text.strip():
             approved = approved.filter(markdown=plan_text)
         plan = approved.order_by("-pk").first()
-        return plan.notes if plan else ""
+        return Outcome(plan.notes if plan else "", changes)

@@ -1,23 +1,41 @@
-"""Every event the browser and agent sockets receive, with the one helper that sends each.
+"""The publisher: every event the browser and agent sockets receive, and the one place that sends.
 
-Events leave only after commit (callers use `transaction.on_commit`) and always cross the
-channel layer, so one process or many behave alike. Fragments are rendered once per event
-here, not once per connected browser.
+The writer hands it the `Changes` of each committed write. Waiting agents (agent sockets, held
+hooks) are woken at once. What browsers show is rendered off the request path, in one render
+thread, coalesced per session: a session's changed cards, header, overview row and new history
+lines go out together at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes
+touched them, the first change of a quiet period at once and the last state always; the plan
+lists likewise. Each group gets one message per flush, rendered once for all its browsers.
+
+Everything crosses the channel layer, so one process or many behave alike. The channel layer
+may drop a message: clients resync from the database when they (re)connect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+import weakref
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.conf import settings
 from django.template.loader import render_to_string
+
+from dashboard.changes import Changes
+
+logger = logging.getLogger(__name__)
 
 OVERVIEW_GROUP = "board.overview"
 # Every board page: the header's count of plans waiting.
 HEADER_GROUP = "board.header"
+# The review queue page and every review page (its list of plans waiting).
+PLANS_GROUP = "board.plans"
 
 
 def session_group(session_pk: int) -> str:
@@ -25,16 +43,18 @@ def session_group(session_pk: int) -> str:
 
 
 def plan_group(plan_pk: int) -> str:
+    """Agents waiting on a plan's decision."""
     return f"plan.{plan_pk}"
-
-
-# The review queue page and every review page (its list of plans waiting).
-PLANS_GROUP = "board.plans"
 
 
 def plan_review_group(plan_pk: int) -> str:
     """Browsers on one plan's review page."""
     return f"board.plan.{plan_pk}"
+
+
+def continuation_group(continuation_pk: int) -> str:
+    """The held Stop hook of one continuation countdown."""
+    return f"continuation.{continuation_pk}"
 
 
 class BoardFragment(TypedDict):
@@ -44,90 +64,303 @@ class BoardFragment(TypedDict):
     html: str
 
 
-def after_commit(func: Callable[..., None], **kwargs: Any) -> None:
-    """Run `func(**kwargs)` once the current transaction commits; a failure is logged, since
-    the change itself is already durable and clients resync on reconnect."""
+class PlanDecided(TypedDict):
+    """To agents waiting on a plan: it left pending, and what they are to be told."""
 
-    def notify() -> None:
-        func(**kwargs)
-
-    notify.__qualname__ = f"notify:{func.__qualname__}"
-    transaction.on_commit(notify, robust=True)
+    type: Literal["plan.decided"]
+    plan_id: int
+    state: dict[str, Any]
 
 
-def _send(group: str, message: BoardFragment | dict) -> None:
-    async_to_sync(get_channel_layer().group_send)(group, message)
+class ContinuationResolved(TypedDict):
+    """To a held Stop hook: its countdown was cancelled (or replaced)."""
+
+    type: Literal["continuation.resolved"]
+    continuation_id: int
 
 
-def send_event(group: str, message: dict) -> None:
-    """A typed event for waiters (held hooks, agent sockets) rather than for browsers."""
-    _send(group, message)
+# One thread renders for the whole process, with its own database connection: rendering never
+# runs on the event loop nor in a request.
+_render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentboard-render")
 
 
-def send_fragment(group: str, html: str) -> None:
-    _send(group, BoardFragment(type="board.fragment", html=html))
+def close_connection() -> None:
+    """Close the render thread's database connection (tests, shutdown)."""
+    from django.db import connections
+
+    _render_executor.submit(connections.close_all).result(10)
 
 
-def agent_changed(
-    *,
-    agent_pk: int,
-    revision_pk: int | None = None,
-    agent_created: bool = False,
-    session_created: bool = False,
-    enforcer_event_pks: list[int] | None = None,
-) -> None:
-    """An agent's list or state changed: refresh its card, the session header and overview row."""
+def publish(changes: Changes, *, loop: asyncio.AbstractEventLoop | None) -> None:
+    """Called by the writer (any thread) after commit. Waiters first, then the browsers."""
+    if loop is not None and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(_publisher_for(loop).take, changes)
+            return
+        except RuntimeError:
+            pass  # the loop closed meanwhile; fall through to a direct publish
+    _render_executor.submit(_publish_blocking, changes)
+
+
+def _publish_blocking(changes: Changes) -> None:
+    """For writes made outside an event loop (management commands): no coalescing."""
+    try:
+        messages = _wake_messages(changes) + render(Due.everything_in(changes))
+        send = async_to_sync(_send_all)
+        send(messages)
+    except Exception:
+        logger.exception("could not publish a change")
+
+
+async def _send_all(messages: list[tuple[str, dict]]) -> None:
+    layer = get_channel_layer()
+    for group, message in messages:
+        await layer.group_send(group, message)
+
+
+def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
+    messages: list[tuple[str, dict]] = [
+        (plan_group(pk), PlanDecided(type="plan.decided", plan_id=pk, state=state))
+        for pk, state in changes.decided_plans.items()
+    ]
+    messages += [
+        (
+            continuation_group(pk),
+            ContinuationResolved(type="continuation.resolved", continuation_id=pk),
+        )
+        for pk in sorted(changes.resolved_continuations)
+    ]
+    return messages
+
+
+# --- coalescing ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Due:
+    """What one flush renders."""
+
+    cards: dict[int, int] = field(default_factory=dict)  # agent pk -> session pk
+    created_agents: set[int] = field(default_factory=set)
+    sessions: set[int] = field(default_factory=set)
+    created_sessions: set[int] = field(default_factory=set)
+    revisions: list[int] = field(default_factory=list)
+    enforcer_events: list[int] = field(default_factory=list)
+    plans: set[int] = field(default_factory=set)
+
+    @classmethod
+    def everything_in(cls, changes: Changes) -> Due:
+        return cls(
+            cards=dict(changes.agents),
+            created_agents=set(changes.created_agents),
+            sessions=set(changes.sessions) | set(changes.agents.values()),
+            created_sessions=set(changes.created_sessions),
+            revisions=list(changes.revisions),
+            enforcer_events=list(changes.enforcer_events),
+            plans=set(changes.plans),
+        )
+
+    def __bool__(self) -> bool:
+        # Every card and history line belongs to a session that is pending too.
+        return bool(self.sessions or self.plans)
+
+
+_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _publisher_for(loop: asyncio.AbstractEventLoop) -> Publisher:
+    publisher = _publishers.get(loop)
+    if publisher is None:
+        publisher = _publishers[loop] = Publisher(loop)
+    return publisher
+
+
+async def settled() -> None:
+    """Return once this loop's publisher has sent everything handed to it so far (tests, and a
+    clean shutdown)."""
+    publisher = _publishers.get(asyncio.get_running_loop())
+    while publisher is not None and (
+        publisher.pending or publisher.flushing or publisher.timer or publisher.tasks
+    ):
+        await asyncio.sleep(0.005)
+
+
+def frame_seconds() -> float:
+    return settings.AGENTBOARD_LIVE_FRAME_MS / 1000
+
+
+class Publisher:
+    """Runs on one event loop (the server's); all its methods are called on that loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.pending = Due()
+        # When each card ("card", pk), session ("session", pk) or the plan lists ("plans", 0)
+        # was last rendered, in loop time.
+        self.rendered_at: dict[tuple[str, int], float] = {}
+        self.timer: asyncio.TimerHandle | None = None
+        self.flushing = False
+        self.tasks: set[asyncio.Task] = set()
+
+    def take(self, changes: Changes) -> None:
+        wake = _wake_messages(changes)
+        if wake:
+            self._spawn(_send_all(wake))
+        pending = self.pending
+        pending.cards.update(changes.agents)
+        pending.created_agents |= changes.created_agents
+        pending.sessions |= changes.sessions | set(changes.agents.values())
+        pending.created_sessions |= changes.created_sessions
+        pending.revisions += changes.revisions
+        pending.enforcer_events += changes.enforcer_events
+        pending.plans |= changes.plans
+        self._schedule()
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = self.loop.create_task(coroutine)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _keys(self, due: Due) -> Iterable[tuple[str, int]]:
+        # A session's cards, header, overview row and history lines go out together.
+        yield from (("session", pk) for pk in due.sessions)
+        if due.plans:
+            yield ("plans", 0)
+
+    def _ready_at(self, key: tuple[str, int]) -> float:
+        last = self.rendered_at.get(key)
+        return float("-inf") if last is None else last + frame_seconds()
+
+    def _schedule(self) -> None:
+        if self.flushing or not self.pending:
+            return
+        now = self.loop.time()
+        soonest = max(now, min(self._ready_at(key) for key in self._keys(self.pending)))
+        if self.timer is not None:
+            if self.timer.when() <= soonest:
+                return
+            self.timer.cancel()
+        self.timer = self.loop.call_at(soonest, self._start_flush)
+
+    def _start_flush(self) -> None:
+        self.timer = None
+        self.flushing = True
+        self._spawn(self._flush())
+
+    def _take_due(self) -> Due:
+        now = self.loop.time()
+        pending, due = self.pending, Due()
+        for pk in list(pending.sessions):
+            if self._ready_at(("session", pk)) <= now:
+                due.sessions.add(pk)
+                pending.sessions.discard(pk)
+                if pk in pending.created_sessions:
+                    pending.created_sessions.discard(pk)
+                    due.created_sessions.add(pk)
+        for pk, session_pk in list(pending.cards.items()):
+            if session_pk in due.sessions:
+                due.cards[pk] = session_pk
+                del pending.cards[pk]
+                if pk in pending.created_agents:
+                    pending.created_agents.discard(pk)
+                    due.created_agents.add(pk)
+        if pending.plans and self._ready_at(("plans", 0)) <= now:
+            due.plans, pending.plans = pending.plans, set()
+        # History lines are new items, never coalesced away; each goes out with the next flush.
+        due.revisions, pending.revisions = pending.revisions, []
+        due.enforcer_events, pending.enforcer_events = pending.enforcer_events, []
+        for key in self._keys(due):
+            self.rendered_at[key] = now
+        return due
+
+    async def _flush(self) -> None:
+        try:
+            due = self._take_due()
+            if due:
+                messages = await self.loop.run_in_executor(_render_executor, render, due)
+                await _send_all(messages)
+        except Exception:
+            logger.exception("could not publish live updates")
+        finally:
+            self.flushing = False
+            self._schedule()
+
+
+# --- rendering (in the render thread) -----------------------------------------------------------
+
+
+def fragment(html: str) -> BoardFragment:
+    return BoardFragment(type="board.fragment", html=html)
+
+
+def render(due: Due) -> list[tuple[str, dict]]:
+    """Every fragment `due` needs, rendered once, as one message per group."""
     from dashboard import selectors
-    from todos.models import EnforcerEvent, TodoRevision
+    from planmode import fragments
+    from planmode.selectors import plans_by_pk
 
-    card = selectors.agent_card(agent_pk)
-    session = card.agent.session
-    summary = selectors.session_summary(session.pk)
-    parts = [
-        render_to_string(
+    parts: dict[str, list[str]] = defaultdict(list)
+    plans = plans_by_pk(sorted(due.plans)) if due.plans else []
+    session_pks = set(due.sessions) | {plan.session_id for plan in plans}
+    summaries = {s.session.pk: s for s in selectors.session_summaries_by_pk(sorted(session_pks))}
+
+    for card in selectors.agent_cards(sorted(due.cards)):
+        created = card.agent.pk in due.created_agents
+        html = render_to_string(
             "dashboard/_agent_card.html",
             {
                 "card": card,
                 "oob": True,
-                "oob_insert": "beforeend:#cards" if agent_created else "",
+                "oob_insert": "beforeend:#cards" if created else "",
                 "flash": True,
             },
-        ),
-        render_to_string("dashboard/_session_header.html", {"summary": summary, "oob": True}),
-    ]
-    entries = []
-    if revision_pk is not None:
-        revision = TodoRevision.objects.select_related("agent", "agent__session").get(
-            pk=revision_pk
         )
-        entries.append(selectors.history_entry(revision))
-    if enforcer_event_pks:
-        events = EnforcerEvent.objects.filter(pk__in=enforcer_event_pks).select_related(
-            "agent", "agent__session"
+        parts[session_group(card.agent.session_id)].append(html)
+    for session_pk, summary in summaries.items():
+        group = session_group(session_pk)
+        parts[group].append(
+            render_to_string("dashboard/_session_header.html", {"summary": summary, "oob": True})
         )
-        entries += [selectors.enforcer_history_entry(event) for event in events]
+        parts[OVERVIEW_GROUP].append(
+            render_to_string(
+                "dashboard/_session_row.html",
+                {
+                    "summary": summary,
+                    "oob": True,
+                    "oob_insert": "afterbegin:#session-list"
+                    if session_pk in due.created_sessions
+                    else "",
+                    "flash": True,
+                },
+            )
+        )
     # Inserted one by one at the top, so the newest must come last.
-    entries.sort(key=lambda entry: entry.at)
-    parts += [
-        render_to_string("dashboard/_history_entry.html", {"entry": entry, "oob": True})
-        for entry in entries
-    ]
-    send_fragment(session_group(session.pk), "".join(parts))
-    session_changed_on_overview(summary=summary, created=session_created)
-
-
-def session_changed_on_overview(*, summary: object, created: bool = False) -> None:
-    """Rows update in place; a new session's row is put on top (no rows jumping around)."""
-    html = render_to_string(
-        "dashboard/_session_row.html",
-        {
-            "summary": summary,
-            "oob": True,
-            "oob_insert": "afterbegin:#session-list" if created else "",
-            "flash": True,
-        },
-    )
-    send_fragment(OVERVIEW_GROUP, html)
+    for entry in sorted(
+        selectors.history_entries(revision_pks=due.revisions, event_pks=due.enforcer_events),
+        key=lambda entry: entry.at,
+    ):
+        parts[session_group(entry.agent.session_id)].append(
+            render_to_string("dashboard/_history_entry.html", {"entry": entry, "oob": True})
+        )
+    if plans:
+        flash = [plan.pk for plan in plans]
+        parts[HEADER_GROUP].append(render_plans_waiting())
+        parts[PLANS_GROUP].append(fragments.render_queue(flash_pks=flash, oob=True))
+        for session_pk in sorted({plan.session_id for plan in plans}):
+            parts[session_group(session_pk)].append(
+                fragments.render_session_plans(session_pk, flash_pks=flash, oob=True)
+            )
+        # Every page of an agent's plan thread shows the thread's decision history.
+        for plan in {plan.agent_id: plan for plan in plans}.values():
+            thread = fragments.render_thread(plan, oob=True)
+            for review_pk in fragments.thread_plan_pks(plan):
+                parts[plan_review_group(review_pk)].append(thread)
+        for plan in plans:
+            if not plan.is_pending:
+                parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
+    return [(group, fragment("".join(html))) for group, html in parts.items()]
 
 
 def render_plans_waiting() -> str:
@@ -136,42 +369,3 @@ def render_plans_waiting() -> str:
     return render_to_string(
         "dashboard/_plans_waiting.html", {"pending_plans": pending_plan_count(), "oob": True}
     )
-
-
-class PlanDecided(TypedDict):
-    """To agents waiting on a plan (agent sockets, held hooks): it left pending; re-read it."""
-
-    type: Literal["plan.decided"]
-    plan_id: int
-
-
-def plan_decided(*, plan_pk: int) -> None:
-    _send(plan_group(plan_pk), PlanDecided(type="plan.decided", plan_id=plan_pk))
-
-
-def plans_changed(*, plan_pks: list[int]) -> None:
-    """Plans were submitted, decided, withdrawn or expired: the header count, the queue, the
-    session boards and overview rows, and the review pages of these plans."""
-    from dashboard import selectors
-    from planmode import fragments
-    from planmode.selectors import plans_by_pk
-
-    plans = plans_by_pk(plan_pks)
-    send_fragment(HEADER_GROUP, render_plans_waiting())
-    send_fragment(PLANS_GROUP, fragments.render_queue(flash_pks=plan_pks, oob=True))
-    for session_pk in sorted({plan.session_id for plan in plans}):
-        summary = selectors.session_summary(session_pk)
-        header = render_to_string(
-            "dashboard/_session_header.html", {"summary": summary, "oob": True}
-        )
-        board_plans = fragments.render_session_plans(session_pk, flash_pks=plan_pks, oob=True)
-        send_fragment(session_group(session_pk), header + board_plans)
-        session_changed_on_overview(summary=summary)
-    # Every page of an agent's plan thread shows the thread's decision history.
-    for plan in {plan.agent_id: plan for plan in plans}.values():
-        thread = fragments.render_thread(plan, oob=True)
-        for review_pk in fragments.thread_plan_pks(plan):
-            send_fragment(plan_review_group(review_pk), thread)
-    for plan in plans:
-        if not plan.is_pending:
-            send_fragment(plan_review_group(plan.pk), fragments.render_decision_panel(plan))

@@ -133,12 +133,20 @@ def board_cards(session: Session) -> list[AgentCard]:
 
 
 def agent_card(agent_pk: int) -> AgentCard:
-    agent = (
-        Agent.objects.select_related("session", "session__owner", "tracking")
+    return agent_cards([agent_pk])[0]
+
+
+def agent_cards(agent_pks: list[int]) -> list[AgentCard]:
+    """The cards of these agents (of any sessions) in a fixed number of queries."""
+    if not agent_pks:
+        return []
+    agents = (
+        Agent.objects.filter(pk__in=agent_pks)
+        .select_related("session", "session__owner", "tracking")
         .prefetch_related(*_card_prefetches())
-        .get(pk=agent_pk)
+        .order_by("pk")
     )
-    return _card(agent, list(agent.todos.all()))
+    return [_card(agent, list(agent.todos.all())) for agent in agents]
 
 
 def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
@@ -210,7 +218,12 @@ def overview(limit: int = OVERVIEW_LIMIT) -> list[SessionSummary]:
 
 
 def session_summary(session_pk: int) -> SessionSummary:
-    return session_summaries([Session.objects.select_related("owner").get(pk=session_pk)])[0]
+    return session_summaries_by_pk([session_pk])[0]
+
+
+def session_summaries_by_pk(session_pks: list[int]) -> list[SessionSummary]:
+    sessions = list(Session.objects.select_related("owner").filter(pk__in=session_pks))
+    return session_summaries(sessions)
 
 
 @dataclass(frozen=True)
@@ -275,6 +288,22 @@ def enforcer_history_entry(event: EnforcerEvent) -> HistoryEntry:
         meta=event.get_kind_display(),
         kind=event.kind,
     )
+
+
+def history_entries(*, revision_pks: list[int], event_pks: list[int]) -> list[HistoryEntry]:
+    """History lines for these todo revisions and enforcer events, in two queries at most."""
+    entries = []
+    if revision_pks:
+        revisions = TodoRevision.objects.filter(pk__in=revision_pks).select_related(
+            "agent", "agent__session"
+        )
+        entries += [history_entry(revision) for revision in revisions]
+    if event_pks:
+        events = EnforcerEvent.objects.filter(pk__in=event_pks).select_related(
+            "agent", "agent__session"
+        )
+        entries += [enforcer_history_entry(event) for event in events]
+    return entries
 
 
 def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[HistoryEntry]:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import TypeVar
 
+from channels.db import database_sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from dashboard.changes import Changes
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, AgentToken, Session, hash_token
 
@@ -63,11 +67,60 @@ def token_authenticate(raw: str | None) -> AbstractBaseUser | None:
     return token.owner
 
 
+# Token checks are cached for this long: a warm agent costs no query per request, and a token
+# revoked (or its user deactivated) stops working within this time in every process.
+TOKEN_CACHE_SECONDS = 1.0
+_token_cache: dict[str, tuple[float, AbstractBaseUser | None]] = {}
+_token_cache_lock = threading.Lock()
+TOKEN_CACHE_SIZE = 10_000
+
+
+def token_authenticate_cached(raw: str | None) -> AbstractBaseUser | None:
+    """`token_authenticate`, remembered for TOKEN_CACHE_SECONDS (unknown tokens too)."""
+    if not raw:
+        return None
+    key = hash_token(raw)
+    now = time.monotonic()
+    cached = _token_cache.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    owner = token_authenticate(raw)
+    with _token_cache_lock:
+        if len(_token_cache) >= TOKEN_CACHE_SIZE:
+            _token_cache.clear()
+        _token_cache[key] = (now + TOKEN_CACHE_SECONDS, owner)
+    return owner
+
+
+def forget_cached_tokens(**kwargs: object) -> None:
+    with _token_cache_lock:
+        _token_cache.clear()
+
+
+async def token_owner(raw: str | None) -> AbstractBaseUser | None:
+    """The owner of a bearer token, from async code: no thread hop while the cache is warm."""
+    if not raw:
+        return None
+    cached = _token_cache.get(hash_token(raw))
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    return await database_sync_to_async(token_authenticate_cached)(raw)
+
+
 @dataclass(frozen=True)
 class ResolvedAgent:
     agent: Agent
     agent_created: bool
     session_created: bool
+
+    def changes(self) -> Changes:
+        """The agent's card (and its session's header and row), new ones marked as such."""
+        changes = Changes().agent(self.agent.pk, self.agent.session_id)
+        if self.agent_created:
+            changes.created_agents.add(self.agent.pk)
+        if self.session_created:
+            changes.created_sessions.add(self.agent.session_id)
+        return changes
 
 
 def agent_resolve_for_update(

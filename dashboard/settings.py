@@ -137,7 +137,12 @@ _SQLITE_DEFAULT = {
 }
 
 if database_url := os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(database_url, conn_max_age=0)}
+    _database = dj_database_url.parse(database_url, conn_max_age=0)
+    if _database["ENGINE"] == "django.db.backends.sqlite3":
+        # `sqlite:///path` must behave like the default: the same locking and journal options,
+        # or concurrent writers fail with "database is locked".
+        _database["OPTIONS"] = {**_SQLITE_DEFAULT["OPTIONS"], **_database.get("OPTIONS", {})}
+    DATABASES = {"default": _database}
 else:
     DATABASES = {"default": _SQLITE_DEFAULT}
 
@@ -204,6 +209,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTBOARD_MAX_BODY_BYTES
 AGENTBOARD_TODO_POLICY = os.environ.get("AGENTBOARD_TODO_POLICY", "default")
 if AGENTBOARD_TODO_POLICY not in {"default", "strict"}:
     raise ImproperlyConfigured("AGENTBOARD_TODO_POLICY must be 'default' or 'strict'.")
+
+# Live updates: each card, session header and plan list is rendered at most once per frame,
+# however many writes touched it in that time (the first change of a quiet period at once).
+AGENTBOARD_LIVE_FRAME_MS = envint("AGENTBOARD_LIVE_FRAME_MS", 100)
+if AGENTBOARD_LIVE_FRAME_MS < 0:
+    raise ImproperlyConfigured("AGENTBOARD_LIVE_FRAME_MS must be 0 or more.")
 
 # Largest plan accepted, in characters of markdown.
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)

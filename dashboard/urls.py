@@ -17,5 +17,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("healthz", views.healthz, name="healthz"),
     path("hooks/claude-code", hooks.claude_code_hook, name="claude-code-hook"),
 ]

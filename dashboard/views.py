@@ -1,15 +1,22 @@
 from __future__ import annotations
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
 from dashboard import selectors
 from dashboard.models import Session
+from dashboard.writer import write
 from todos import enforcer
 from todos.models import Continuation
+
+
+async def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness for load balancers: answers without touching the database."""
+    return JsonResponse({"status": "ok"})
 
 
 @login_required
@@ -29,31 +36,39 @@ def session_board(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, "dashboard/board.html", context)
 
 
-def _require_lead(request: HttpRequest) -> None:
-    if not request.user.has_perm("planmode.review_plan"):
+async def _require_lead(request: HttpRequest) -> AbstractBaseUser:
+    user = await request.auser()
+    if not await user.ahas_perm("planmode.review_plan"):
         raise PermissionDenied("Only reviewers can steer agents.")
+    return user
 
 
 @login_required
 @require_POST
-def continuation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+async def continuation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """The Cancel button on a countdown toast; the held Stop hook may be in another process."""
-    _require_lead(request)
-    get_object_or_404(Continuation, pk=pk)
-    enforcer.continuation_cancel(continuation_pk=pk, by=request.user.get_username())
+    user = await _require_lead(request)
+    if not await Continuation.objects.filter(pk=pk).aexists():
+        raise Http404("No such countdown.")
+    await write(enforcer.continuation_cancel, continuation_pk=pk, by=user.get_username())
     return HttpResponse(status=204)
 
 
 @login_required
 @require_POST
-def session_enforcer(request: HttpRequest, session_id: str) -> HttpResponse:
+async def session_enforcer(request: HttpRequest, session_id: str) -> HttpResponse:
     """Switch the continuation enforcer on or off for one session."""
-    _require_lead(request)
-    session = get_object_or_404(Session, session_id=session_id)
+    user = await _require_lead(request)
+    session = await Session.objects.filter(session_id=session_id).afirst()
+    if session is None:
+        raise Http404("No such session.")
     enabled = request.POST.get("enabled")
     if enabled not in {"true", "false"}:
         return HttpResponse("Send enabled=true or enabled=false.", status=400)
-    enforcer.session_enforcer_switch(
-        session=session, enabled=enabled == "true", by=request.user.get_username()
+    await write(
+        enforcer.session_enforcer_switch,
+        session=session,
+        enabled=enabled == "true",
+        by=user.get_username(),
     )
     return HttpResponse(status=204)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Router
 from ninja.responses import Status
 
+from dashboard.writer import write
 from planmode import selectors, services
 from planmode.models import Plan
 from planmode.schemas import PlanStateOut, PlanSubmitIn, PlanSubmitOut
@@ -21,13 +23,14 @@ PLAN_ERRORS = {**ERRORS, 404: ErrorOut}
     response={201: PlanSubmitOut, **PLAN_ERRORS},
     summary="ExitPlanMode: submit a plan for review",
 )
-def plan_submit(
+async def plan_submit(
     request: HttpRequest, session_id: str, agent_id: str, payload: PlanSubmitIn
 ) -> Status:
     """Puts the session in plan mode until a reviewer decides. Each submission of an agent is
     its next revision; an older revision still waiting is withdrawn. Wait for the decision on
     the agent socket (`watch_plan`) or poll `GET /plans/{id}`."""
-    plan = services.plan_submit(
+    submitted = await write(
+        services.plan_submit,
         owner=request.auth,
         session_id=session_id,
         agent_id=agent_id,
@@ -36,6 +39,7 @@ def plan_submit(
         source=Plan.Source.API,
         idempotency_key=idempotency_key(request),
     )
+    plan = submitted.plan
     review_url = request.build_absolute_uri(reverse("plan-review", args=[plan.pk]))
     body = {
         "id": plan.pk,
@@ -51,6 +55,10 @@ def plan_submit(
     response={200: PlanStateOut, **PLAN_ERRORS},
     summary="A plan's state and the message for the model",
 )
-def plan_get(request: HttpRequest, plan_id: int) -> dict:
+async def plan_get(request: HttpRequest, plan_id: int) -> dict:
     """`message` is the text to hand the model as the ExitPlanMode tool result."""
-    return services.plan_state(selectors.plan_for_owner(plan_id=plan_id, owner=request.auth))
+    return await database_sync_to_async(_plan_state_for)(plan_id=plan_id, owner=request.auth)
+
+
+def _plan_state_for(*, plan_id: int, owner: object) -> dict:
+    return services.plan_state(selectors.plan_for_owner(plan_id=plan_id, owner=owner))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import partial
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard import live
+from dashboard.changes import Changes
 from dashboard.errors import ServiceError
 from dashboard.models import PermissionMode, Session
 from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
@@ -105,12 +105,17 @@ def _finish(
     return True
 
 
-def _notify_after_commit(*, decided: list[int], submitted: int | None = None) -> None:
-    """Waiting agents first (they are blocked), then every page showing these plans."""
-    for plan_pk in decided:
-        transaction.on_commit(partial(live.plan_decided, plan_pk=plan_pk), robust=True)
-    changed = [*decided, *([submitted] if submitted else [])]
-    transaction.on_commit(partial(live.plans_changed, plan_pks=changed), robust=True)
+@dataclass
+class PlanChange:
+    plan: Plan
+    changes: Changes = field(default_factory=Changes)
+
+
+def _changes(*, decided: list[Plan], submitted: Plan | None = None) -> Changes:
+    """Waiting agents of the decided plans are told their state; pages show all of them."""
+    changes = Changes(decided_plans={plan.pk: plan_state(plan) for plan in decided})
+    changes.plans = {plan.pk for plan in decided} | ({submitted.pk} if submitted else set())
+    return changes
 
 
 def plan_submit(
@@ -123,7 +128,7 @@ def plan_submit(
     source: str,
     idempotency_key: str | None = None,
     agent_type: str = "",
-) -> Plan:
+) -> PlanChange:
     """A new pending plan revision from an agent (ExitPlanMode); the session goes to plan mode.
 
     The agent's older pending revision is withdrawn: only the newest one can be decided. A retry
@@ -140,12 +145,14 @@ def plan_submit(
             agent.plans.all(), key=idempotency_key, request_hash=request_hash, what="plan"
         )
         if earlier is not None:
-            return earlier
+            return PlanChange(earlier)
         withdrawn = [
-            older.pk
-            for older in agent.plans.filter(status=PlanStatus.PENDING)
+            older
+            for older in agent.plans.select_related("decided_by").filter(status=PlanStatus.PENDING)
             if _finish(older, outcome=PlanStatus.WITHDRAWN)
         ]
+        for older in withdrawn:
+            older.agent, older.session = agent, agent.session
         latest = agent.plans.order_by("-revision").values_list("revision", flat=True).first()
         new_plan = Plan.objects.create(
             session=agent.session,
@@ -160,19 +167,9 @@ def plan_submit(
         agent_touch(agent=agent)
         Session.objects.filter(pk=agent.session.pk).update(permission_mode=PermissionMode.PLAN)
         agent.session.permission_mode = PermissionMode.PLAN
-        if resolved.agent_created or resolved.session_created:
-            # A plan can be the first sign of an agent: its card and overview row appear too.
-            transaction.on_commit(
-                partial(
-                    live.agent_changed,
-                    agent_pk=agent.pk,
-                    agent_created=resolved.agent_created,
-                    session_created=resolved.session_created,
-                ),
-                robust=True,
-            )
-        _notify_after_commit(decided=withdrawn, submitted=new_plan.pk)
-    return new_plan
+        # A plan can be the first sign of an agent: its card and overview row appear too.
+        changes = resolved.changes().merge(_changes(decided=withdrawn, submitted=new_plan))
+    return PlanChange(new_plan, changes)
 
 
 def _already_decided(plan: Plan) -> ServiceError:
@@ -196,7 +193,7 @@ def plan_decide(
     approve: bool,
     auto_accept: bool = False,
     feedback: str = "",
-) -> Plan:
+) -> PlanChange:
     """Approve or reject a pending plan, exactly once.
 
     `feedback` is the reviewer's text: required when rejecting (it goes back to the agent),
@@ -211,7 +208,11 @@ def plan_decide(
             detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
         )
     with transaction.atomic():
-        plan = Plan.objects.select_related("session", "decided_by").filter(pk=plan_id).first()
+        plan = (
+            Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
+            .filter(pk=plan_id)
+            .first()
+        )
         if plan is None:
             raise _not_found(plan_id)
         if approve:
@@ -232,21 +233,24 @@ def plan_decide(
         if approve and not still_waiting.exists():
             Session.objects.filter(pk=plan.session_id).update(permission_mode=plan.mode_after)
             plan.session.permission_mode = plan.mode_after
-        _notify_after_commit(decided=[plan.pk])
-    return plan
+    return PlanChange(plan, _changes(decided=[plan]))
 
 
-def plan_expire(*, plan_id: int) -> Plan:
+def plan_expire(*, plan_id: int) -> PlanChange:
     """Nobody decided in time (a held hook gave up): pending becomes expired; else nothing.
 
     The session keeps its mode: the agent falls back to asking in its own terminal."""
     with transaction.atomic():
-        plan = Plan.objects.select_related("session", "decided_by").filter(pk=plan_id).first()
+        plan = (
+            Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
+            .filter(pk=plan_id)
+            .first()
+        )
         if plan is None:
             raise _not_found(plan_id)
         if _finish(plan, outcome=PlanStatus.EXPIRED):
-            _notify_after_commit(decided=[plan.pk])
-    return plan
+            return PlanChange(plan, _changes(decided=[plan]))
+    return PlanChange(plan)
 
 
 def _not_found(plan_id: int) -> ServiceError:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard.errors import ServiceError
+from dashboard.writer import write
 from planmode import fragments, selectors, services
 from planmode.markdown import render_plan
 from planmode.models import Plan
@@ -56,30 +58,36 @@ def plan_review(request: HttpRequest, plan_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
-    plan = _get_plan(plan_id)
-    if not request.user.has_perm(REVIEW_PERMISSION):
-        return _review_page(
+async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """Async, and the decision goes through the writer: the waiting agent hears of it the
+    moment it commits, before this answer is even sent."""
+    user = await request.auser()
+    review_page = sync_to_async(_review_page)
+    if not await user.ahas_perm(REVIEW_PERMISSION):
+        return await review_page(
             request,
-            plan,
+            await sync_to_async(_get_plan)(plan_id),
             status=403,
             notice="Only reviewers can decide on plans; ask an admin for the review permission.",
         )
     action = ACTIONS.get(request.POST.get("action", ""))
     text = request.POST.get("text", "")
     if action is None:
-        return _review_page(
+        return await review_page(
             request,
-            plan,
+            await sync_to_async(_get_plan)(plan_id),
             status=400,
             text=text,
             error="Choose Approve, Approve and auto-accept edits, or Reject.",
         )
     try:
-        services.plan_decide(plan_id=plan.pk, reviewer=request.user, feedback=text, **action)
+        await write(services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action)
     except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such plan.") from None
+        plan = await sync_to_async(_get_plan)(plan_id)
         if error.code == "already_decided":
             # Someone was quicker: show their decision, who made it and when.
-            return _review_page(request, _get_plan(plan_id), status=409, notice=error.message)
-        return _review_page(request, plan, status=error.status, text=text, error=error.message)
-    return redirect("plan-review", plan_id=plan.pk)
+            return await review_page(request, plan, status=409, notice=error.message)
+        return await review_page(request, plan, status=error.status, text=text, error=error.message)
+    return redirect("plan-review", plan_id=plan_id)

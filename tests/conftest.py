@@ -42,6 +42,36 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         database.setdefault("TEST", {})["NAME"] = str(path)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every database test commits for real (see the `db` fixture)."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        if marker is not None and not marker.kwargs.get("transaction"):
+            item.add_marker(
+                pytest.mark.django_db(*marker.args, **{**marker.kwargs, "transaction": True}),
+                append=False,
+            )
+
+
+@pytest.fixture
+def db(transactional_db) -> None:
+    """Writes run in the writer thread on its own database connection, as in the server, so
+    a test's data must be committed to be seen there: every database test is transactional."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def writer_and_render_connections_closed():
+    """The writer and render threads keep their connections open; PostgreSQL refuses to drop
+    the test database while they do."""
+    yield
+
+    from dashboard import live
+    from dashboard.writer import writer
+
+    writer.stop()
+    live.close_connection()
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings) -> None:
     # Real hashing costs a quarter of a second per user; these tests are not about it.
@@ -134,6 +164,26 @@ def write_todos(owner: User, session_id: str, agent_id: str, todos: list[dict], 
     items = TodoWriteIn.model_validate({"todos": todos}).todos
     return todo_list_replace(
         owner=owner, session_id=session_id, agent_id=agent_id, todos=items, **options
+    )
+
+
+async def write_todos_live(
+    owner: User, session_id: str, agent_id: str, todos: list[dict], **options
+):
+    """A TodoWrite as the API and the sockets make it: through the writer, so open boards
+    see it."""
+    from dashboard.writer import write
+    from todos.services import todo_list_replace
+
+    options.setdefault("source", "api")
+    items = TodoWriteIn.model_validate({"todos": todos}).todos
+    return await write(
+        todo_list_replace,
+        owner=owner,
+        session_id=session_id,
+        agent_id=agent_id,
+        todos=items,
+        **options,
     )
 
 

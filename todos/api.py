@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from ninja import Query, Router
 
 from dashboard.errors import ServiceError
+from dashboard.writer import write
 from todos import services
 from todos.models import TodoRevision
 from todos.schemas import ErrorOut, TodoReadOut, TodoWriteIn, TodoWriteOut
@@ -28,7 +30,7 @@ def idempotency_key(request: HttpRequest) -> str | None:
     summary="TodoWrite: replace the agent's list",
     exclude_none=True,
 )
-def todo_write(
+async def todo_write(
     request: HttpRequest,
     session_id: str,
     agent_id: str,
@@ -39,7 +41,8 @@ def todo_write(
     """Send the complete new list every time. When every item is completed the stored list
     empties (the write stays in the history). `agent_id == session_id` is the main agent;
     any other id is a subagent, labelled on the board by `agent_type` (e.g. `Explore`)."""
-    result = services.todo_list_replace(
+    result = await write(
+        services.todo_list_replace,
         owner=request.auth,
         session_id=session_id,
         agent_id=agent_id,
@@ -58,5 +61,7 @@ def todo_write(
     summary="TodoRead: the agent's current list",
     exclude_none=True,
 )
-def todo_read(request: HttpRequest, session_id: str, agent_id: str) -> dict:
-    return services.todo_list_read(owner=request.auth, session_id=session_id, agent_id=agent_id)
+async def todo_read(request: HttpRequest, session_id: str, agent_id: str) -> dict:
+    return await database_sync_to_async(services.todo_list_read)(
+        owner=request.auth, session_id=session_id, agent_id=agent_id
+    )

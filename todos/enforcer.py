@@ -7,18 +7,16 @@ Stop hook in one server process can be cancelled by a click that lands on anothe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard import live
+from dashboard.changes import Changes
 from dashboard.models import Agent, PermissionMode, Session
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoStatus
 
@@ -32,11 +30,26 @@ FLAGS = {
     "stopped_unfinished": "Stopped with unfinished tasks.",
 }
 STEP_KEYS_KEPT = 50
-CONTINUATION_EVENT = "continuation.resolved"
 
 
-def continuation_group(continuation_pk: int) -> str:
-    return f"continuation.{continuation_pk}"
+@dataclass
+class Injection:
+    """Text for the model (a reminder, the list after compaction), if any, and what changed."""
+
+    text: str | None = None
+    changes: Changes = field(default_factory=Changes)
+
+
+@dataclass
+class ContinuationChange:
+    continuation: Continuation
+    changes: Changes = field(default_factory=Changes)
+
+
+@dataclass
+class CancelResult:
+    cancelled: bool
+    changes: Changes = field(default_factory=Changes)
 
 
 # --- wording (our own) -------------------------------------------------------------------------
@@ -120,12 +133,11 @@ def _set_flags(agent: Agent, tracking: AgentTracking, flags: list[str]) -> list[
     return [_record(agent, EnforcerEvent.Kind.FLAG, FLAGS[f], code=f) for f in raised]
 
 
-def _publish(agent: Agent, events: Sequence[EnforcerEvent] = ()) -> None:
-    """Re-render the agent's card (and history) once, after commit. Helpers below return the
-    events they record so that each public function publishes exactly once."""
-    live.after_commit(
-        live.agent_changed, agent_pk=agent.pk, enforcer_event_pks=[e.pk for e in events]
-    )
+def _changed(agent: Agent, events: Sequence[EnforcerEvent] = ()) -> Changes:
+    """The agent's card and these new history lines."""
+    changes = Changes().agent(agent.pk, agent.session_id)
+    changes.enforcer_events += [event.pk for event in events]
+    return changes
 
 
 def list_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]) -> list[str]:
@@ -146,80 +158,82 @@ def list_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]
 
 def on_todo_write(
     *, agent: Agent, old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]
-) -> list[EnforcerEvent]:
+) -> Changes:
     """A write resets the step counter, re-evaluates the flags and cancels any countdown.
 
-    Runs inside the write's transaction; returns the events it recorded, for the write's own
-    board update to carry.
+    Runs inside the write's transaction.
     """
     tracking = tracking_for(agent)
     tracking.steps_since_write = 0
     events = _set_flags(agent, tracking, list_flags(old, new))
     tracking.save()
-    return events + _cancel_counting(agent, reason="the agent updated its todo list")
+    return _changed(agent, events).merge(
+        _cancel_counting(agent, reason="the agent updated its todo list")
+    )
 
 
-def on_activity(*, agent: Agent) -> None:
+def on_activity(*, agent: Agent) -> Changes:
     """Any sign of life from the agent (a prompt, a tool use) cancels a running countdown."""
     with transaction.atomic():
-        events = _cancel_counting(agent, reason="the agent became active again")
-        if not events:
-            return
+        changes = _cancel_counting(agent, reason="the agent became active again")
+        if not changes:
+            return changes
         tracking = tracking_for(agent)
         if "stopped_unfinished" in tracking.current_flags:
             _set_flags(
                 agent, tracking, [f for f in tracking.current_flags if f != "stopped_unfinished"]
             )
             tracking.save()
-        _publish(agent, events)
+        return changes
 
 
-def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> str | None:
+def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> Injection:
     """An assistant step (a tool use). Returns a reminder to inject when one is due and this
     step's answer can carry it (`deliver`); otherwise it stays due for the next one that can."""
     with transaction.atomic():
         tracking = tracking_for(agent)
         if key:
             if key in tracking.seen_step_keys:
-                return None  # the same hook delivered twice counts once
+                return Injection()  # the same hook delivered twice counts once
             tracking.seen_step_keys = [*tracking.seen_step_keys, key][-STEP_KEYS_KEPT:]
         tracking.steps_since_write += 1
         tracking.steps_since_reminder += 1
-        events = _cancel_counting(agent, reason="the agent became active again")
+        changes = _cancel_counting(agent, reason="the agent became active again")
         if deliver:
             reminder, recorded = _take_reminder_if_due(agent, tracking)
         else:
             reminder, recorded = None, _mark_stale(agent, tracking)
         tracking.save()
-        if events or recorded:
-            _publish(agent, events + recorded)
-    return reminder
+        if recorded:
+            changes.merge(_changed(agent, recorded))
+    return Injection(reminder, changes)
 
 
-def on_user_prompt(*, agent: Agent) -> str | None:
+def on_user_prompt(*, agent: Agent) -> Injection:
     """A new prompt clears the error cooldown and cancels a countdown; may carry a reminder."""
     with transaction.atomic():
         tracking = tracking_for(agent)
         tracking.last_error_at = None
         tracking.consecutive_continuations = 0
-        events = _cancel_counting(agent, reason="the user sent a new prompt")
+        changes = _cancel_counting(agent, reason="the user sent a new prompt")
         text, recorded = _compaction_if_pending(agent, tracking)
         if text is None:
             text, recorded = _take_reminder_if_due(agent, tracking)
         tracking.save()
-        if events or recorded:
-            _publish(agent, events + recorded)
-    return text
+        if recorded:
+            changes.merge(_changed(agent, recorded))
+    return Injection(text, changes)
 
 
-def on_pre_compact(*, agent: Agent) -> None:
+def on_pre_compact(*, agent: Agent) -> Changes:
     with transaction.atomic():
         tracking = tracking_for(agent)
         tracking.compaction_pending = True
         tracking.save(update_fields=["compaction_pending"])
+    return Changes()
 
 
-def on_session_start(*, agent: Agent, source: str) -> str | None:
+def on_session_start(*, agent: Agent, source: str) -> Injection:
     """After compaction (SessionStart with source "compact") the list is injected again."""
     with transaction.atomic():
         tracking = tracking_for(agent)
@@ -227,22 +241,21 @@ def on_session_start(*, agent: Agent, source: str) -> str | None:
             tracking.compaction_pending = True
         text, recorded = _compaction_if_pending(agent, tracking)
         tracking.save()
-        if recorded:
-            _publish(agent, recorded)
-    return text
+    return Injection(text, _changed(agent, recorded) if recorded else Changes())
 
 
-def on_error(*, agent: Agent) -> None:
+def on_error(*, agent: Agent) -> Changes:
     with transaction.atomic():
         tracking = tracking_for(agent)
         tracking.last_error_at = timezone.now()
         tracking.save(update_fields=["last_error_at"])
+    return Changes()
 
 
-Injection = tuple[str | None, list[EnforcerEvent]]
+Recorded = tuple[str | None, list[EnforcerEvent]]
 
 
-def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> Injection:
+def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> Recorded:
     if not tracking.compaction_pending:
         return None, []
     tracking.compaction_pending = False
@@ -264,7 +277,7 @@ def _mark_stale(agent: Agent, tracking: AgentTracking) -> list[EnforcerEvent]:
     return []
 
 
-def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Injection:
+def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Recorded:
     events = _mark_stale(agent, tracking)
     due = tracking.steps_since_reminder >= settings.AGENTBOARD_REMINDER_STEPS_BETWEEN
     if not _is_stale(tracking) or not due:
@@ -282,51 +295,46 @@ def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Injection:
     return reminder_text(items, steps=tracking.steps_since_write), [*events, event]
 
 
-def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> None:
+def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> Changes:
     with transaction.atomic():
         Session.objects.filter(pk=session.pk).update(enforcer_enabled=enabled)
+        changes = Changes(sessions={session.pk})
         main = session.agents.filter(agent_id=session.session_id).first()
         if main is None:
-            return
+            return changes
         event = _record(
             main,
             EnforcerEvent.Kind.CONTINUATION,
             f"{by} switched the continuation enforcer {'on' if enabled else 'off'}.",
         )
-        changed: dict[int, tuple[Agent, list[EnforcerEvent]]] = {main.pk: (main, [event])}
+        changes.merge(_changed(main, [event]))
         if not enabled:
             for agent in session.agents.all():
-                cancelled = _cancel_counting(agent, reason=f"{by} switched the enforcer off")
-                if cancelled:
-                    changed.setdefault(agent.pk, (agent, []))[1].extend(cancelled)
-        for agent, recorded in changed.values():
-            _publish(agent, recorded)
+                changes.merge(_cancel_counting(agent, reason=f"{by} switched the enforcer off"))
+    return changes
 
 
 # --- the continuation enforcer ------------------------------------------------------------------
 
 
-def _cancel_counting(agent: Agent, *, reason: str) -> list[EnforcerEvent]:
-    """Cancel the agent's running countdown, if any, and wake its held Stop hook."""
+def _cancel_counting(agent: Agent, *, reason: str) -> Changes:
+    """Cancel the agent's running countdown, if any; its held Stop hook is woken."""
     pks = list(
         Continuation.objects.filter(agent=agent, status=Continuation.Status.COUNTING).values_list(
             "pk", flat=True
         )
     )
     if not pks:
-        return []
+        return Changes()
     cancelled = Continuation.objects.filter(pk__in=pks, status=Continuation.Status.COUNTING).update(
         status=Continuation.Status.CANCELLED, reason=reason, resolved_at=timezone.now()
     )
     if not cancelled:
-        return []
-    for pk in pks:
-        live.after_commit(_notify_resolved, continuation_pk=pk)
-    return [_record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")]
-
-
-def _notify_resolved(continuation_pk: int) -> None:
-    live.send_event(continuation_group(continuation_pk), {"type": CONTINUATION_EVENT})
+        return Changes()
+    event = _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")
+    changes = _changed(agent, [event])
+    changes.resolved_continuations |= set(pks)
+    return changes
 
 
 def _skip_reason(
@@ -368,18 +376,19 @@ def _skip_reason(
 
 def continuation_begin(
     *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
-) -> Continuation:
+) -> ContinuationChange:
     """A Stop arrived: start a countdown (status counting) or record why the agent may stop."""
     with transaction.atomic():
         agent = Agent.objects.select_for_update().select_related("session").get(pk=agent_pk)
         tracking = tracking_for(agent)
         if not stop_hook_active:
             tracking.consecutive_continuations = 0
-        events = _cancel_counting(agent, reason="a newer stop arrived")
+        changes = _cancel_counting(agent, reason="a newer stop arrived")
         items = _current_items(agent)
         unfinished = sum(
             1 for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)
         )
+        events = []
         if unfinished:
             events += _set_flags(
                 agent, tracking, [*{*tracking.current_flags, "stopped_unfinished"}]
@@ -409,11 +418,10 @@ def continuation_begin(
                     _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Let it stop: {reason}.")
                 )
         tracking.save()
-        _publish(agent, events)
-    return continuation
+    return ContinuationChange(continuation, changes.merge(_changed(agent, events)))
 
 
-def continuation_finish(*, continuation_pk: int) -> Continuation:
+def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
     """The countdown ran out: continue the agent, exactly once, unless it was cancelled."""
     with transaction.atomic():
         continuation = Continuation.objects.select_related("agent", "agent__session").get(
@@ -424,6 +432,7 @@ def continuation_finish(*, continuation_pk: int) -> Continuation:
         sent = Continuation.objects.filter(
             pk=continuation_pk, status=Continuation.Status.COUNTING
         ).update(status=Continuation.Status.SENT, prompt=prompt, resolved_at=timezone.now())
+        changes = Changes()
         if sent:
             tracking = tracking_for(agent)
             tracking.consecutive_continuations += 1
@@ -435,13 +444,13 @@ def continuation_finish(*, continuation_pk: int) -> Continuation:
                 f"Continued the agent ({continuation.unfinished} task"
                 f"{'s' if continuation.unfinished != 1 else ''} left).",
             )
-            _publish(agent, [event])
+            changes = _changed(agent, [event])
         continuation.refresh_from_db()
-    return continuation
+    return ContinuationChange(continuation, changes)
 
 
-def continuation_cancel(*, continuation_pk: int, by: str) -> bool:
-    """The lead clicked Cancel (from any server process). True if a countdown was stopped."""
+def continuation_cancel(*, continuation_pk: int, by: str) -> CancelResult:
+    """The lead clicked Cancel (from any server process); its held Stop hook is woken."""
     with transaction.atomic():
         continuation = Continuation.objects.select_related("agent").get(pk=continuation_pk)
         cancelled = Continuation.objects.filter(
@@ -451,58 +460,14 @@ def continuation_cancel(*, continuation_pk: int, by: str) -> bool:
             reason=f"cancelled by {by}",
             resolved_at=timezone.now(),
         )
-        if cancelled:
-            event = _record(
-                continuation.agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled by {by}."
-            )
-            _publish(continuation.agent, [event])
-            live.after_commit(_notify_resolved, continuation_pk=continuation_pk)
-    return bool(cancelled)
-
-
-async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> None:
-    """Wait for the countdown: returns when it is cancelled (any process) or the time is up."""
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    group = continuation_group(continuation_pk)
-    await layer.group_add(group, channel)
-    try:
-        status = await sync_to_async(
-            lambda: Continuation.objects.values_list("status", flat=True).get(pk=continuation_pk)
-        )()
-        if status != Continuation.Status.COUNTING:
-            return
-        try:
-            await asyncio.wait_for(layer.receive(channel), timeout)
-        except TimeoutError:
-            return
-    finally:
-        await layer.group_discard(group, channel)
-
-
-async def stop_hook_answer(
-    *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
-) -> dict:
-    """The answer to a Stop / SubagentStop hook: `{"decision": "block", ...}` or `{}`.
-
-    Never raises: whatever goes wrong, the agent is let stop rather than broken.
-    """
-    try:
-        continuation = await sync_to_async(continuation_begin)(
-            agent_pk=agent_pk, stop_hook_active=stop_hook_active, background_tasks=background_tasks
+        if not cancelled:
+            return CancelResult(cancelled=False)
+        event = _record(
+            continuation.agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled by {by}."
         )
-        if continuation.status != Continuation.Status.COUNTING:
-            return {}
-        await wait_until_resolved_or_due(
-            continuation.pk, settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS
-        )
-        continuation = await sync_to_async(continuation_finish)(continuation_pk=continuation.pk)
-        if continuation.status == Continuation.Status.SENT:
-            return {"decision": "block", "reason": continuation.prompt}
-        return {}
-    except Exception:
-        logger.exception("the continuation enforcer failed; letting the agent stop")
-        return {}
+        changes = _changed(continuation.agent, [event])
+        changes.resolved_continuations.add(continuation_pk)
+    return CancelResult(cancelled=True, changes=changes)
 
 
 # --- hooks ---------------------------------------------------------------------------------------
@@ -520,7 +485,7 @@ def additional_context(event: str, text: str | None) -> dict:
 
 def on_hook(
     *, agent: Agent, event: str, tool_name: str = "", tool_use_id: str = "", source: str = ""
-) -> str | None:
+) -> Injection:
     """What a Claude Code hook means for the enforcer; returns context for the model, if any.
 
     Tool uses are the steps counted for reminders (a todo tool resets the count through its
@@ -528,17 +493,16 @@ def on_hook(
     """
     if event in {"PostToolUse", "PostToolUseFailure"}:
         if tool_name in TODO_TOOLS:
-            on_activity(agent=agent)
-            return None
+            return Injection(changes=on_activity(agent=agent))
         return on_step(agent=agent, key=tool_use_id or None, deliver=event in CONTEXT_EVENTS)
     if event == "UserPromptSubmit":
         return on_user_prompt(agent=agent)
     if event == "SessionStart":
         return on_session_start(agent=agent, source=source)
     if event == "PreCompact":
-        on_pre_compact(agent=agent)
-    elif event == "StopFailure":
-        on_error(agent=agent)
-    elif event in {"PreToolUse", "Notification", "SubagentStart"}:
-        on_activity(agent=agent)
-    return None
+        return Injection(changes=on_pre_compact(agent=agent))
+    if event == "StopFailure":
+        return Injection(changes=on_error(agent=agent))
+    if event in {"PreToolUse", "Notification", "SubagentStart"}:
+        return Injection(changes=on_activity(agent=agent))
+    return Injection()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard import live
+from dashboard.changes import Changes
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode
 from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
@@ -37,6 +37,7 @@ class TodoWriteResult:
     new_todos: list[dict[str, str]]
     progress: Progress
     rendered: str
+    changes: Changes = field(default_factory=Changes, compare=False, repr=False)
 
     def as_wire(self) -> dict:
         return {
@@ -86,14 +87,14 @@ def _check_strict_policy(items: Sequence[TodoItem]) -> None:
             detail=[{"loc": ["body", "todos"], "msg": f"at most {STRICT_MAX_ITEMS} items"}],
         )
     for index, item in enumerate(items):
-        for field, text in (("content", item.content), ("activeForm", item.activeForm or "")):
+        for name, text in (("content", item.content), ("activeForm", item.activeForm or "")):
             if len(text) > STRICT_MAX_TEXT:
                 raise ServiceError(
                     "todo_text_too_long",
-                    f"Item {index + 1} has a {field} of {len(text)} characters; "
+                    f"Item {index + 1} has a {name} of {len(text)} characters; "
                     f"at most {STRICT_MAX_TEXT} are allowed.",
                     detail=[
-                        {"loc": ["body", "todos", index, field], "msg": "at most 500 characters"}
+                        {"loc": ["body", "todos", index, name], "msg": "at most 500 characters"}
                     ],
                 )
     in_progress = [i for i, item in enumerate(items) if item.status == "in_progress"]
@@ -207,22 +208,15 @@ def todo_list_replace(
             request_hash=request_hash,
             received_at=received_at or timezone.now(),
         )
+        changes = resolved.changes()
+        changes.revisions.append(revision.pk)
         # Imported history is the past: it raises no discipline flags and cancels nothing now.
-        enforcer_events = (
-            []
-            if source == TodoRevision.Source.IMPORT
-            else enforcer.on_todo_write(agent=agent, old=old_items, new=new_items)
-        )
+        if source != TodoRevision.Source.IMPORT:
+            changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
         agent_touch(agent=agent)
-        live.after_commit(
-            live.agent_changed,
-            agent_pk=agent.pk,
-            revision_pk=revision.pk,
-            enforcer_event_pks=[event.pk for event in enforcer_events],
-            agent_created=resolved.agent_created,
-            session_created=resolved.session_created,
-        )
-    return _result_of(revision)
+    result = _result_of(revision)
+    result.changes.merge(changes)
+    return result
 
 
 def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> dict:

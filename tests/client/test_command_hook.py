@@ -138,7 +138,9 @@ def test_a_decision_taken_while_the_server_was_down_is_not_lost(
     agentboard_server.stop()
     decide = (
         "from django.contrib.auth.models import User; from planmode.services import plan_decide; "
-        f"plan_decide(plan_id={plan_id}, reviewer=User.objects.get(username='lead'), approve=True)"
+        "from dashboard.writer import write_sync; "
+        f"write_sync(plan_decide, plan_id={plan_id}, "
+        "reviewer=User.objects.get(username='lead'), approve=True)"
     )
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", decide],

@@ -7,9 +7,10 @@ from channels.db import database_sync_to_async
 from django.db import transaction
 from django.test.signals import template_rendered
 
+from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, Session
-from tests.conftest import BROWSER_ORIGIN, parse_html, todo, write_todos
+from tests.conftest import BROWSER_ORIGIN, parse_html, todo, write_todos, write_todos_live
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +47,11 @@ def rendered_templates():
     template_rendered.disconnect(on_render)
 
 
-write = database_sync_to_async(write_todos)
+async def write(*args, **kwargs):
+    """A write through the writer; returns once its live update has been sent."""
+    result = await write_todos_live(*args, **kwargs)
+    await live.settled()
+    return result
 
 
 async def pk_of_agent(agent_id: str) -> int:

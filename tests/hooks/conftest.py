@@ -8,23 +8,20 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-# The shared sample payloads live beside the repository: <repo>/../shared/fixtures/claude-code.
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code"
+# Sample payloads as Claude Code sends them, kept with the tests.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code"
 HOOK_URL = "/hooks/claude-code"
 SESSION_ID = "5b3f0c1e-7a7d-4f63-9c8e-2f1d9a0b6c11"
 SUBAGENT_ID = "a4d2c8f1e0b3a297"
 
 
 def fixture_names() -> list[str]:
-    return sorted(path.name for path in FIXTURES.glob("*.json")) if FIXTURES.is_dir() else []
+    return sorted(path.name for path in FIXTURES.glob("*.json"))
 
 
 def load_fixture(name: str, **changes) -> dict:
     """A sample payload (a fresh copy), with top-level fields replaced by `changes`."""
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"The shared Claude Code fixtures are not available ({path} is missing).")
-    payload = copy.deepcopy(json.loads(path.read_text()))
+    payload = copy.deepcopy(json.loads((FIXTURES / name).read_text()))
     payload.update(changes)
     return payload
 

@@ -8,7 +8,6 @@ from django.test import AsyncClient
 
 from dashboard.models import Session
 from planmode.models import Plan
-from planmode.services import plan_decide
 from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
 
 pytestmark = [
@@ -137,9 +136,10 @@ async def test_a_decision_made_through_the_service_releases_it_too(board, review
     plan = await board.plan_waiting(held)
     assert plan.agent.agent_id == SUBAGENT_ID
 
-    from asgiref.sync import sync_to_async
+    from dashboard.writer import write
+    from planmode import services
 
-    await sync_to_async(plan_decide)(plan_id=plan.pk, reviewer=reviewer, approve=True)
+    await write(services.plan_decide, plan_id=plan.pk, reviewer=reviewer, approve=True)
 
     assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
 

@@ -160,8 +160,6 @@ def revisions_of(agent_id: str, session_id: str = SESSION) -> list[TodoRevision]
 
 def test_the_transcript_fixture_becomes_a_revision_with_its_original_time(tmp_path, reviewer):
     source = FIXTURES / "transcript_legacy_todowrite.jsonl"
-    if not source.exists():
-        pytest.skip(f"The shared Claude Code fixtures are not available ({source} is missing).")
     project = tmp_path / "projects" / "-home-dev-parser"
     project.mkdir(parents=True)
     shutil.copy(source, project / f"{LEGACY_SESSION}.jsonl")

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 
 from planmode.models import Plan
-from planmode.services import plan_submit
+from tests.domain import plan_submit
 
 PLAN = "# Pagination\n\n1. Cursor based paging\n- [ ] limit max 100\n"
 

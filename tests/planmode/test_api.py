@@ -4,7 +4,7 @@ import pytest
 
 from dashboard.models import AgentToken
 from planmode.models import Plan
-from planmode.services import plan_decide
+from tests.domain import plan_decide
 
 pytestmark = pytest.mark.django_db
 

@@ -4,20 +4,17 @@ import asyncio
 import threading
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connection
 
 from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import Session
+from dashboard.writer import write
+from planmode import services
 from planmode.models import Decision, Plan
-from planmode.services import (
-    permission_mode_next,
-    plan_decide,
-    plan_expire,
-    plan_state,
-)
+from planmode.services import permission_mode_next, plan_state
+from tests.domain import plan_decide, plan_expire
 from todos.schemas import TodoItem
 from todos.services import todo_list_replace
 
@@ -301,24 +298,38 @@ def test_plan_state_has_every_documented_field(submit, reviewer):
     assert state["decided_at"].startswith(str(plan.decided_at.year))
 
 
-def test_a_decision_is_announced_to_waiting_agents_by_its_commit_callbacks(
-    submit, reviewer, django_capture_on_commit_callbacks
-):
+def test_a_decision_reports_the_state_its_waiting_agents_are_told(submit, reviewer):
     plan = submit()
-    with django_capture_on_commit_callbacks() as callbacks:
-        plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
-    assert Decision.objects.filter(plan=plan).exists()
 
-    async def listen_then_commit() -> dict:
-        # Listening starts after plan_decide returned: whatever arrives was sent on commit.
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(live.plan_group(plan.pk), channel)
-        try:
-            for callback in callbacks:
-                await sync_to_async(callback)()
-            return await asyncio.wait_for(layer.receive(channel), 5)
-        finally:
-            await layer.group_discard(live.plan_group(plan.pk), channel)
+    decided = services.plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
 
-    assert async_to_sync(listen_then_commit)() == {"type": "plan.decided", "plan_id": plan.pk}
+    assert decided.changes.decided_plans == {plan.pk: plan_state(decided.plan)}
+    assert decided.changes.decided_plans[plan.pk]["status"] == "approved"
+    assert decided.changes.plans == {plan.pk}
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_decision_through_the_writer_wakes_waiting_agents_after_commit(user, reviewer):
+    plan = (
+        await write(
+            services.plan_submit,
+            owner=user,
+            session_id="sess-1",
+            agent_id="sess-1",
+            plan="# Pagination\n",
+            plan_file_path=None,
+            source="api",
+        )
+    ).plan
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(live.plan_group(plan.pk), channel)
+    try:
+        await write(services.plan_decide, plan_id=plan.pk, reviewer=reviewer, approve=True)
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+    finally:
+        await layer.group_discard(live.plan_group(plan.pk), channel)
+
+    assert message["type"] == "plan.decided" and message["plan_id"] == plan.pk
+    assert message["state"]["status"] == "approved"
+    assert await Decision.objects.filter(plan=plan).aexists()

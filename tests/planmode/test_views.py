@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from planmode.models import Plan
-from planmode.services import plan_decide
+from tests.domain import plan_decide
 
 pytestmark = pytest.mark.django_db
 

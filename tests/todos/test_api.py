@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.utils import timezone
 
-from dashboard.models import AgentToken, Session
+from dashboard.models import AgentToken
+from dashboard.services import TOKEN_CACHE_SECONDS, Session
 from tests.conftest import AgentApi, todo, write_todos
 from todos.models import Todo, TodoRevision
 
@@ -205,12 +207,26 @@ def test_it_refuses_a_write_with_an_unknown_token(client, existing):
     assert board_state() == existing
 
 
-def test_it_refuses_a_write_with_a_revoked_token(agent_api, existing):
-    AgentToken.objects.update(revoked_at=timezone.now())
+def test_it_refuses_a_write_with_a_token_revoked_in_the_admin(agent_api, existing):
+    assert agent_api.get_todos(SESSION, SESSION).status_code == 200  # the token is cached now
+    token = AgentToken.objects.get()
+    token.revoked_at = timezone.now()
+    token.save()
 
     response = agent_api.put_todos(SESSION, SESSION, {"todos": LIST})
 
     assert response.status_code == 401
+    assert board_state() == existing
+
+
+def test_a_token_revoked_elsewhere_stops_working_within_the_cache_time(agent_api, existing):
+    assert agent_api.get_todos(SESSION, SESSION).status_code == 200
+    # As another server process would: no signal reaches this one.
+    AgentToken.objects.update(revoked_at=timezone.now())
+
+    time.sleep(TOKEN_CACHE_SECONDS + 0.05)
+
+    assert agent_api.put_todos(SESSION, SESSION, {"todos": LIST}).status_code == 401
     assert board_state() == existing
 
 

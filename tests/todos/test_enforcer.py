@@ -9,8 +9,11 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from dashboard import live
 from dashboard.models import Agent, Session
-from todos import enforcer
+from dashboard.writer import write as commit
+from tests.domain import enforcer
+from todos import enforcer as enforcer_module
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoRevision
 from todos.schemas import TodoItem
 from todos.services import todo_list_replace
@@ -354,7 +357,7 @@ async def test_a_cancel_during_the_countdown_lets_the_agent_stop_at_once(setting
             break
         await asyncio.sleep(0.02)
     pk = (await counting.afirst()).pk
-    await sync_to_async(enforcer.continuation_cancel)(continuation_pk=pk, by="lead")
+    await commit(enforcer_module.continuation_cancel, continuation_pk=pk, by="lead")
     assert await asyncio.wait_for(waiting, timeout=5) == {}
 
 
@@ -439,11 +442,12 @@ def test_imported_history_raises_no_flags(user):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
+async def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
     from django.test.signals import template_rendered
 
-    agent = write(user, UNFINISHED)
-    steps(agent, 6)
+    agent = await sync_to_async(write)(user, UNFINISHED)
+    await sync_to_async(steps)(agent, 6)
+    await live.settled()
     cards = []
 
     def on_render(sender, template, **kwargs):
@@ -453,7 +457,9 @@ def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
     template_rendered.connect(on_render)
     try:
         # The seventh step raises the stale flag, records a reminder and cancels nothing.
-        assert enforcer.on_step(agent=agent, key="seventh")
+        step = await commit(enforcer_module.on_step, agent=agent, key="seventh")
+        assert step.text
+        await live.settled()
     finally:
         template_rendered.disconnect(on_render)
     assert len(cards) == 1

@@ -28,6 +28,7 @@ from django.db import close_old_connections
 from django.db.models import Max
 from pydantic import ValidationError
 
+from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.hook_schemas import ExitPlanModeToolInput, TodoWriteToolInput
 from dashboard.models import Agent, Session
@@ -215,7 +216,7 @@ class ClaudeImporter:
                 return
         self._before_writing(session_id)
         try:
-            todo_list_replace(
+            written = todo_list_replace(
                 owner=self.owner,
                 session_id=session_id,
                 agent_id=agent_id,
@@ -229,6 +230,7 @@ class ClaudeImporter:
         except ServiceError as error:
             self._refuse("refused", f"{session_id}/{agent_id}: {error.message}")
             return
+        live.publish(written.changes, loop=None)
         self.counts["todo_writes"] += 1
 
     # --- plans ---------------------------------------------------------------------------------
@@ -260,7 +262,7 @@ class ClaudeImporter:
         rejected = bool(block.get("is_error"))
         self._before_writing(pending.session_id)
         try:
-            plan = plan_submit(
+            submitted = plan_submit(
                 owner=self.owner,
                 session_id=pending.session_id,
                 agent_id=pending.agent_id,
@@ -269,8 +271,8 @@ class ClaudeImporter:
                 source=Plan.Source.IMPORT,
                 idempotency_key=key,
             )
-            plan_decide(
-                plan_id=plan.pk,
+            decided = plan_decide(
+                plan_id=submitted.plan.pk,
                 reviewer=self.owner,
                 approve=not rejected,
                 feedback=_rejection_feedback(block.get("content")) if rejected else "",
@@ -278,6 +280,7 @@ class ClaudeImporter:
         except ServiceError as error:
             self._refuse("refused", f"{pending.session_id}/{pending.agent_id}: {error.message}")
             return
+        live.publish(submitted.changes.merge(decided.changes), loop=None)
         self.counts["plans"] += 1
 
     # --- legacy todo files ---------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""What a write changed, as domain services report it to the layer above them.
+
+Services in `todos` and `planmode` validate, store and return a `Changes`; they never render or
+publish. The writer (`dashboard.writer`) hands the changes of each committed write to the
+publisher (`dashboard.live`), which wakes waiting agents at once and re-renders what browsers
+show, coalesced per short frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class Changes:
+    # Cards to re-render: agent pk -> its session's pk.
+    agents: dict[int, int] = field(default_factory=dict)
+    # Cards that are new on their board, and sessions that are new on the overview.
+    created_agents: set[int] = field(default_factory=set)
+    created_sessions: set[int] = field(default_factory=set)
+    # Session headers and overview rows to re-render (besides those of changed agents).
+    sessions: set[int] = field(default_factory=set)
+    # New lines of the session history.
+    revisions: list[int] = field(default_factory=list)
+    enforcer_events: list[int] = field(default_factory=list)
+    # Plans submitted, decided, withdrawn or expired: queue, boards and review pages.
+    plans: set[int] = field(default_factory=set)
+    # Plans that left pending, with the state their waiting agents are told.
+    decided_plans: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Continuation countdowns that ended: their held Stop hooks wake up.
+    resolved_continuations: set[int] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.agents,
+                self.sessions,
+                self.revisions,
+                self.enforcer_events,
+                self.plans,
+                self.decided_plans,
+                self.resolved_continuations,
+            )
+        )
+
+    def agent(self, agent_pk: int, session_pk: int) -> Changes:
+        self.agents[agent_pk] = session_pk
+        return self
+
+    def merge(self, other: Changes | None) -> Changes:
+        """Add `other` into this one (in place) and return it."""
+        if other is None:
+            return self
+        self.agents.update(other.agents)
+        self.created_agents |= other.created_agents
+        self.created_sessions |= other.created_sessions
+        self.sessions |= other.sessions
+        self.revisions += [pk for pk in other.revisions if pk not in self.revisions]
+        self.enforcer_events += [
+            pk for pk in other.enforcer_events if pk not in self.enforcer_events
+        ]
+        self.plans |= other.plans
+        self.decided_plans.update(other.decided_plans)
+        self.resolved_continuations |= other.resolved_continuations
+        return self
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """A write's result for its caller, with what it changed for the publisher."""
+
+    value: T
+    changes: Changes = field(default_factory=Changes)

@@ -1,0 +1,165 @@
+"""Group commit: every write of this process runs in one writer thread, many per transaction.
+
+An agent's hook waits for its answer, so a write must be cheap for the request that makes it.
+Requests hand their write (a domain service call) to the writer and wait; the writer takes
+everything queued, applies each write in arrival order inside one transaction (each in its own
+savepoint, so a refused write leaves no trace and never takes others down), commits once, and
+only then answers each request and hands what changed to the publisher. So a 200 still means
+the write is durable, one commit serves many requests, and writes of one agent keep their order.
+The writer keeps its database connection open; waiting requests hold none.
+
+With several server processes each has its own writer; the databases' own locking (SQLite's
+IMMEDIATE transactions, PostgreSQL's row locks taken by the services) keeps them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, connection, transaction
+
+from dashboard.changes import Changes
+from dashboard.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MAX_BATCH = 200
+
+
+@dataclass
+class _Job:
+    func: Callable[..., Any]
+    kwargs: dict[str, Any]
+    # The event loop of the request that waits, where its changes are published; None for
+    # callers outside any loop (management commands).
+    loop: asyncio.AbstractEventLoop | None
+    future: Future = field(default_factory=Future)
+
+
+def changes_of(result: object) -> Changes:
+    changes = getattr(result, "changes", None)
+    return changes if isinstance(changes, Changes) else Changes()
+
+
+def _busy() -> ServiceError:
+    return ServiceError(
+        "database_unavailable",
+        "The server could not save this right now because its database is busy; try again.",
+        status=503,
+    )
+
+
+class Writer:
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.batches = 0
+
+    def _ensure_running(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="agentboard-writer")
+                self._thread.daemon = True
+                self._thread.start()
+
+    def submit(
+        self, func: Callable[..., T], kwargs: dict[str, Any], loop: asyncio.AbstractEventLoop | None
+    ) -> Future:
+        job = _Job(func=func, kwargs=kwargs, loop=loop)
+        self._ensure_running()
+        self._queue.put(job)
+        return job.future
+
+    def in_writer_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def stop(self) -> None:
+        """Finish what is queued, close the connection and end the thread (tests, shutdown)."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._queue.put(None)
+            thread.join(10)
+        self._thread = None
+
+    def _run(self) -> None:
+        try:
+            while True:
+                job = self._queue.get()
+                if job is None:
+                    return
+                batch = [job]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        self._apply(batch)
+                        return
+                    batch.append(more)
+                self._apply(batch)
+        finally:
+            connection.close()
+
+    def _apply(self, batch: list[_Job]) -> None:
+        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        try:
+            with transaction.atomic():
+                for job in batch:
+                    try:
+                        with transaction.atomic():
+                            outcomes.append((job, job.func(**job.kwargs), None))
+                    except Exception as error:
+                        outcomes.append((job, None, error))
+        except DatabaseError:
+            logger.exception("a write batch of %d could not be committed", len(batch))
+            connection.close_if_unusable_or_obsolete()
+            for job in batch:
+                job.future.set_exception(_busy())
+            return
+        except BaseException as error:  # pragma: no cover - the thread must answer everyone
+            for job in batch:
+                if not job.future.done():
+                    job.future.set_exception(error)
+            raise
+        self.batches += 1
+        from dashboard import live
+
+        for job, result, error in outcomes:
+            if error is not None:
+                if not isinstance(error, ServiceError):
+                    logger.error("a write failed", exc_info=error)
+                job.future.set_exception(error)
+                continue
+            changes = changes_of(result)
+            if changes:
+                live.publish(changes, loop=job.loop)
+            job.future.set_result(result)
+
+
+writer = Writer()
+
+
+async def write(func: Callable[..., T], /, **kwargs: Any) -> T:
+    """Run `func(**kwargs)` in the writer and return its result once it is committed."""
+    future = writer.submit(func, kwargs, asyncio.get_running_loop())
+    return await asyncio.wrap_future(future)
+
+
+def write_sync(func: Callable[..., T], /, **kwargs: Any) -> T:
+    """The same for code that runs outside an event loop (management commands)."""
+    if writer.in_writer_thread():
+        return func(**kwargs)
+    assert not connection.in_atomic_block, "a write through the writer commits on its own"
+    return writer.submit(func, kwargs, None).result()

@@ -1,0 +1,539 @@
+"""The benchmark: `python -m tests.bench [--seconds 5] [--smoke]`.
+
+Starts the real server the way the README does (`manage.py serve`, embedded SQLite, one
+process) and measures, in one run, each figure next to its reference, so ratios mean something
+on a shared, noisy machine:
+
+- ingest: hooks (tool steps, TodoWrite, Task tools) and PUT todos against an async no-op
+  Django view (`/healthz`) of the same server, 16 keep-alive clients each;
+- latency of hooks at a steady 100 per second;
+- decisions: a reviewer's approve, from the POST leaving to the waiting agent's socket (and to a
+  held hook) hearing it, with 1,000 idle agent sockets open; and the POST's own answer;
+- live updates: 100 board sockets on one session while 100 writes per second arrive;
+- memory per idle agent socket and per idle browser socket (1,000 of each);
+- with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one.
+
+It prints a table; it asserts nothing (timings belong here, not in tests). `--smoke` runs every
+part briefly with few sockets: CI uses it to prove the benchmark runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.cookiejar
+import json
+import os
+import re
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import websockets
+
+from tests.bench.load import Connection, Run, closed_loop, http_request, open_loop
+from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
+
+CLIENTS = 16
+rows: list[tuple[str, str, str, str]] = []
+
+
+def row(what: str, figure: str, reference: str = "", verdict: str = "") -> None:
+    rows.append((what, figure, reference, verdict))
+    print(f"  {what:<58} {figure:>22}  {reference:<34} {verdict}", flush=True)
+
+
+def check(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+@contextmanager
+def running_server(tmp: Path, name: str, **env: str) -> Iterator[LiveServer]:
+    port = free_port()
+    database_url = env.pop("DATABASE_URL", None)
+    server = LiveServer(
+        url=f"http://127.0.0.1:{port}",
+        port=port,
+        env=server_env(tmp / name, database_url=database_url, redis_prefix=env.pop("PREFIX", None))
+        | env,
+        log_path=tmp / f"{name}.log",
+    )
+    (tmp / name).mkdir(exist_ok=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+
+def eight_items(done: int) -> list[dict]:
+    def status(i: int) -> str:
+        return "completed" if i < done else "in_progress" if i == done else "pending"
+
+    return [
+        {"content": f"Task {i}", "activeForm": f"Doing task {i}", "status": status(i)}
+        for i in range(8)
+    ]
+
+
+def hook_maker(token: str, kind: str) -> Callable[[int], bytes]:
+    """Fresh hook bodies: each client is its own session (its own agent)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    counters: dict[int, int] = {}
+
+    def make(client: int) -> bytes:
+        n = counters[client] = counters.get(client, 0) + 1
+        base = {
+            "session_id": f"bench-{kind}-{client}",
+            "hook_event_name": "PostToolUse",
+            "cwd": f"/work/bench-{client}",
+            "permission_mode": "default",
+            "tool_use_id": f"toolu_{uuid.uuid4().hex}",
+        }
+        if kind == "step":
+            body = {**base, "tool_name": "Read", "tool_input": {"file_path": "/a.py"}}
+        elif kind == "todowrite":
+            done = n % 8
+            todos = [
+                {
+                    "content": f"Task {i}",
+                    "activeForm": f"Doing task {i}",
+                    "status": "completed"
+                    if i < done
+                    else "in_progress"
+                    if i == done
+                    else "pending",
+                }
+                for i in range(8)
+            ]
+            body = {**base, "tool_name": "TodoWrite", "tool_input": {"todos": todos}}
+        else:  # Task tools: create a task, then complete it
+            if n % 2:
+                body = {
+                    **base,
+                    "tool_name": "TaskCreate",
+                    "tool_input": {"subject": f"Task {n}", "activeForm": f"Doing task {n}"},
+                    "tool_response": {"task": {"id": str(n)}},
+                }
+            else:
+                body = {
+                    **base,
+                    "tool_name": "TaskUpdate",
+                    "tool_input": {"taskId": str(n - 1), "status": "completed"},
+                }
+        return http_request("POST", "/hooks/claude-code", body=body, headers=headers)
+
+    return make
+
+
+def put_maker(token: str) -> Callable[[int], bytes]:
+    headers = {"Authorization": f"Bearer {token}"}
+    counters: dict[int, int] = {}
+
+    def make(client: int) -> bytes:
+        n = counters[client] = counters.get(client, 0) + 1
+        todos = eight_items(n % 8)
+        path = f"/api/v1/sessions/bench-put-{client}/agents/bench-put-{client}/todos"
+        return http_request("PUT", path, body={"todos": todos}, headers=headers)
+
+    return make
+
+
+def noop_maker(client: int) -> bytes:
+    return http_request("GET", "/healthz")
+
+
+# --- parts ----------------------------------------------------------------------------------------
+
+
+async def ingest(server: LiveServer, seconds: float) -> None:
+    print("\nIngest, embedded default (SQLite, one process), 16 keep-alive clients:")
+    runs: dict[str, Run] = {}
+    makers = {
+        "noop": noop_maker,
+        "hook PostToolUse, tool step": hook_maker(server.token, "step"),
+        "hook PostToolUse, TodoWrite (8 items)": hook_maker(server.token, "todowrite"),
+        "hook PostToolUse, TaskCreate / TaskUpdate": hook_maker(server.token, "task"),
+        "PUT /api/v1/.../todos (8 items)": put_maker(server.token),
+    }
+    # Warm up every path once (first connections, caches), then measure; the reference is
+    # measured before and after and averaged.
+    for make in makers.values():
+        await closed_loop(server.port, make, clients=CLIENTS, seconds=min(1.0, seconds / 3))
+    noop_before = await closed_loop(server.port, noop_maker, clients=CLIENTS, seconds=seconds)
+    for name, make in makers.items():
+        if name != "noop":
+            runs[name] = await closed_loop(server.port, make, clients=CLIENTS, seconds=seconds)
+    noop_after = await closed_loop(server.port, noop_maker, clients=CLIENTS, seconds=seconds)
+    reference = (noop_before.rate + noop_after.rate) / 2
+    row(
+        "async no-op Django view (/healthz), the reference",
+        f"{reference:8.0f} req/s",
+        f"before {noop_before.rate:.0f}, after {noop_after.rate:.0f}",
+    )
+    for name, run in runs.items():
+        ratio = run.rate / reference
+        row(
+            name,
+            f"{run.rate:8.0f} req/s",
+            f"{ratio:.2f} of the no-op (goal ≥ 0.80); {run.errors} errors",
+            check(ratio >= 0.8 and not run.errors),
+        )
+
+    steady = await open_loop(
+        server.port, hook_maker(server.token, "step"), rate=100, seconds=seconds
+    )
+    row(
+        "hook at a steady 100/s: p50 / p99",
+        f"{steady.p50:5.1f} / {steady.percentile(0.99):5.1f} ms",
+        f"goal p99 ≤ 20 ms; {steady.errors} errors",
+        check(steady.percentile(0.99) <= 20 and not steady.errors),
+    )
+
+
+def login(server: LiveServer) -> dict[str, str]:
+    """A logged-in browser's cookies and CSRF token."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{server.url}/accounts/login/").read().decode()
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = urllib.parse.urlencode(
+        {"username": server.username, "password": server.password, "csrfmiddlewaretoken": csrf}
+    ).encode()
+    opener.open(
+        urllib.request.Request(
+            f"{server.url}/accounts/login/",
+            data=form,
+            headers={"Referer": f"{server.url}/accounts/login/"},
+        )
+    )
+    cookies = {cookie.name: cookie.value for cookie in jar}
+    return {
+        "cookie": "; ".join(f"{name}={value}" for name, value in cookies.items()),
+        "csrf": cookies["csrftoken"],
+    }
+
+
+async def idle_agent_sockets(server: LiveServer, count: int) -> list:
+    sockets = []
+    for n in range(count):
+        sockets.append(
+            await websockets.connect(
+                f"{server.ws_url}/ws/agent/?token={server.token}", max_size=None
+            )
+        )
+        if n % 100 == 99:
+            await asyncio.sleep(0)
+    return sockets
+
+
+async def idle_board_sockets(server: LiveServer, browser: dict, count: int, query: str = ""):
+    sockets = []
+    for _ in range(count):
+        socket = await websockets.connect(
+            f"{server.ws_url}/ws/board/{query}",
+            additional_headers={"Cookie": browser["cookie"], "Origin": server.url},
+            max_size=None,
+        )
+        await socket.recv()  # the snapshot
+        sockets.append(socket)
+    return sockets
+
+
+async def close_all(sockets: list) -> None:
+    await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
+
+
+def decide_request(browser: dict, plan_id: int) -> bytes:
+    form = urllib.parse.urlencode({"action": "approve", "text": ""})
+    head = (
+        f"POST /plans/{plan_id}/decide/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Cookie: {browser['cookie']}\r\nX-CSRFToken: {browser['csrf']}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\n"
+        f"Content-Length: {len(form)}\r\n\r\n"
+    )
+    return head.encode() + form.encode()
+
+
+async def decisions(server: LiveServer, rounds: int, idle: int) -> None:
+    print(f"\nDecisions, with {idle} idle agent sockets open:")
+    browser = login(server)
+    quiet = await idle_agent_sockets(server, idle)
+    reviewer = await Connection.open(server.port)
+    to_socket, to_hook, post = Run(), Run(), Run()
+    try:
+        async with websockets.connect(f"{server.ws_url}/ws/agent/?token={server.token}") as agent:
+            frames: asyncio.Queue[tuple[float, dict]] = asyncio.Queue()
+
+            async def read() -> None:
+                async for text in agent:
+                    frames.put_nowait((time.perf_counter(), json.loads(text)))
+
+            reader = asyncio.ensure_future(read())
+            for n in range(rounds):
+                session = f"bench-plan-{n}"
+                await agent.send(
+                    json.dumps(
+                        {
+                            "type": "exit_plan_mode",
+                            "id": n,
+                            "session_id": session,
+                            "agent_id": session,
+                            "plan": f"# Plan {n}\n\n1. Do it\n",
+                        }
+                    )
+                )
+                plan_id = (await frames.get())[1]["result"]["id"]
+                started = time.perf_counter()
+                response = await reviewer.send(decide_request(browser, plan_id))
+                post.latencies.append(time.perf_counter() - started)
+                post.statuses[response.status] = post.statuses.get(response.status, 0) + 1
+                while True:
+                    arrived, frame = await frames.get()
+                    if frame["type"] == "plan_decided":
+                        break
+                # Timed from the POST leaving to the push arriving (often before the answer).
+                to_socket.latencies.append(arrived - started)
+            reader.cancel()
+        for n in range(max(1, rounds // 4)):
+            to_hook.latencies.append(await held_hook_round(server, browser, reviewer, n))
+    finally:
+        reviewer.close()
+        await close_all(quiet)
+    row(
+        "approve → waiting agent socket: p50 / p99",
+        f"{to_socket.p50:5.1f} / {to_socket.percentile(0.99):5.1f} ms",
+        "goal p50 ≤ 5, p99 ≤ 20 ms",
+        check(to_socket.p50 <= 5 and to_socket.percentile(0.99) <= 20),
+    )
+    row(
+        "approve → held ExitPlanMode hook answered: p50 / p99",
+        f"{to_hook.p50:5.1f} / {to_hook.percentile(0.99):5.1f} ms",
+        "goal p50 ≤ 5, p99 ≤ 20 ms",
+        check(to_hook.p50 <= 5 and to_hook.percentile(0.99) <= 20),
+    )
+    row(
+        "reviewer's POST answered: p50",
+        f"{post.p50:5.1f} ms",
+        f"goal ≤ 15 ms; statuses {post.statuses}",
+        check(post.p50 <= 15),
+    )
+
+
+async def held_hook_round(server: LiveServer, browser: dict, reviewer: Connection, n: int) -> float:
+    """One ExitPlanMode PermissionRequest held until the reviewer approves; seconds from the
+    approval leaving to the hook's answer arriving."""
+    session = f"bench-hook-{n}"
+    body = {
+        "session_id": session,
+        "hook_event_name": "PermissionRequest",
+        "cwd": "/work/bench",
+        "permission_mode": "plan",
+        "tool_name": "ExitPlanMode",
+        "tool_input": {"plan": f"# Held plan {n}\n"},
+    }
+    hook = await Connection.open(server.port)
+    request = http_request(
+        "POST",
+        "/hooks/claude-code",
+        body=body,
+        headers={"Authorization": f"Bearer {server.token}"},
+    )
+    answer = asyncio.ensure_future(hook.send(request))
+    plan_id = None
+    while plan_id is None:
+        await asyncio.sleep(0.01)
+        plan_id = await asyncio.to_thread(_latest_plan_id, server, session)
+    started = time.perf_counter()
+    await reviewer.send(decide_request(browser, plan_id))
+    await answer
+    elapsed = time.perf_counter() - started
+    hook.close()
+    return elapsed
+
+
+def _latest_plan_id(server: LiveServer, session: str) -> int | None:
+    import sqlite3
+
+    database = Path(server.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
+    with sqlite3.connect(database) as connection:
+        found = connection.execute(
+            "SELECT p.id FROM planmode_plan p JOIN dashboard_session s ON p.session_id = s.id "
+            "WHERE s.session_id = ? AND p.status = 'pending'",
+            (session,),
+        ).fetchone()
+    return found[0] if found else None
+
+
+async def live_updates(server: LiveServer, seconds: float, browsers: int, agents: int) -> None:
+    print(
+        f"\nLive updates: {browsers} board sockets on one session, 100 writes/s over {agents} agents:"
+    )
+    session = "bench-live"
+    headers = {"Authorization": f"Bearer {server.token}"}
+
+    def put(agent: int, seq: int) -> bytes:
+        agent_id = session if agent == 0 else f"bench-live-sub-{agent}"
+        todos = [
+            {"content": f"mark-{agent}-{seq}", "status": "in_progress", "activeForm": "Working"}
+        ]
+        return http_request(
+            "PUT",
+            f"/api/v1/sessions/{session}/agents/{agent_id}/todos",
+            body={"todos": todos},
+            headers=headers,
+        )
+
+    setup = await Connection.open(server.port)
+    for agent in range(agents):
+        await setup.send(put(agent, 0))
+    setup.close()
+    browser = login(server)
+    sockets = await idle_board_sockets(server, browser, browsers, f"?session={session}")
+    sent: dict[tuple[int, int], float] = {}
+    latencies: list[float] = []
+    stop = asyncio.Event()
+
+    async def watch(socket) -> None:
+        seen: dict[int, int] = {}
+        waiting: dict[int, list[int]] = {}
+        while not stop.is_set():
+            try:
+                message = await asyncio.wait_for(socket.recv(), 0.5)
+            except TimeoutError:
+                continue
+            now = time.perf_counter()
+            for agent, seq in re.findall(r"mark-(\d+)-(\d+)", message):
+                agent, seq = int(agent), int(seq)
+                if seq <= seen.get(agent, 0):
+                    continue
+                # Every write of this agent up to `seq` is now on the screen.
+                for earlier in range(seen.get(agent, 0) + 1, seq + 1):
+                    if (agent, earlier) in sent:
+                        latencies.append(now - sent[(agent, earlier)])
+                seen[agent] = seq
+        del waiting
+
+    watchers = [asyncio.ensure_future(watch(socket)) for socket in sockets]
+    counters = [0] * agents
+
+    def make(number: int) -> bytes:
+        agent = number % agents
+        counters[agent] += 1
+        sent[(agent, counters[agent])] = time.perf_counter()
+        return put(agent, counters[agent])
+
+    run = await open_loop(server.port, make, rate=100, seconds=seconds, connections=8)
+    await asyncio.sleep(0.5)
+    stop.set()
+    await asyncio.gather(*watchers)
+    await close_all(sockets)
+    expected = len(sent) * browsers
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99)] * 1000 if latencies else float("nan")
+    p50 = latencies[len(latencies) // 2] * 1000 if latencies else float("nan")
+    row(
+        "write → shown on every board socket: p50 / p99",
+        f"{p50:5.1f} / {p99:5.1f} ms",
+        f"goal p99 ≤ 100 ms; {len(latencies)}/{expected} shown; {run.errors} errors",
+        check(p99 <= 100 and len(latencies) == expected and not run.errors),
+    )
+
+
+async def memory(server: LiveServer, count: int) -> None:
+    print(f"\nMemory, {count} idle sockets of each kind:")
+    browser = login(server)
+    pid = server.process.pid
+    await asyncio.sleep(0.5)
+    before = rss_kib(pid)
+    agents = await idle_agent_sockets(server, count)
+    await asyncio.sleep(0.5)
+    with_agents = rss_kib(pid)
+    boards = await idle_board_sockets(server, browser, count)
+    await asyncio.sleep(0.5)
+    with_boards = rss_kib(pid)
+    await close_all(agents)
+    await close_all(boards)
+    per_agent = (with_agents - before) * 1024 / count / 1000
+    per_board = (with_boards - with_agents) * 1024 / count / 1000
+    row(
+        "RSS per idle agent socket",
+        f"{per_agent:6.1f} KB",
+        "goal ≤ 50 KB",
+        check(per_agent <= 50),
+    )
+    row(
+        "RSS per idle browser socket (overview)",
+        f"{per_board:6.1f} KB",
+        "goal ≤ 100 KB",
+        check(per_board <= 100),
+    )
+
+
+async def scale_out(tmp: Path, seconds: float) -> None:
+    base = os.environ.get("DATABASE_URL", "")
+    if not (base.startswith("postgres") and os.environ.get("REDIS_URL")):
+        print("\nScale-out skipped: set DATABASE_URL (PostgreSQL) and REDIS_URL to measure it.")
+        return
+    print("\nScale-out, PostgreSQL + Redis:")
+    url, name = create_database(base)
+    try:
+        with running_server(tmp, "pg-a", DATABASE_URL=url, PREFIX="bench") as first:
+            make = hook_maker(first.token, "step")
+            await closed_loop(first.port, make, clients=CLIENTS, seconds=1)
+            one = await closed_loop(first.port, make, clients=CLIENTS, seconds=seconds)
+            env = {"DATABASE_URL": url, "PREFIX": "bench"}
+            with running_server(tmp, "pg-b", **env) as second:
+                second.token = first.token
+                results = await asyncio.gather(
+                    closed_loop(first.port, make, clients=CLIENTS // 2, seconds=seconds),
+                    closed_loop(second.port, make, clients=CLIENTS // 2, seconds=seconds),
+                )
+            both = sum(result.rate for result in results)
+        row("one process, hook tool steps", f"{one.rate:8.0f} req/s")
+        row(
+            "two processes, same database",
+            f"{both:8.0f} req/s",
+            f"{both / one.rate:.2f} x one process (goal ≥ 1.6 x)",
+            check(both / one.rate >= 1.6),
+        )
+    finally:
+        drop_database(base, name)
+
+
+async def main(arguments: argparse.Namespace) -> None:
+    seconds = 1.0 if arguments.smoke else arguments.seconds
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        with running_server(tmp, "embedded") as server:
+            print(f"Agentboard benchmark: {os.cpu_count()} cores, one `manage.py serve`.")
+            await ingest(server, seconds)
+            await decisions(
+                server, rounds=10 if arguments.smoke else 100, idle=50 if arguments.smoke else 1000
+            )
+            await live_updates(server, seconds, browsers=10 if arguments.smoke else 100, agents=20)
+            await memory(server, 50 if arguments.smoke else 1000)
+        await scale_out(tmp, seconds)
+    print("\nDone.")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m tests.bench")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each timed run")
+    parser.add_argument("--smoke", action="store_true", help="a quick run that proves it works")
+    asyncio.run(main(parser.parse_args()))

@@ -307,5 +307,5 @@ def _step(*, owner: object, frame: StepFrame) -> enforcer.Injection:
     agent = agent_resolve_for_update(
         owner=owner, session_id=frame.session_id, agent_id=frame.agent_id
     ).agent
-    agent_touch(agent=agent)
+    agent_touch(agent=agent, coarse=True)
     return enforcer.on_step(agent=agent, key=frame.key)

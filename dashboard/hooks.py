@@ -201,7 +201,13 @@ def _record_and_enforce(
     """Record the event; returns the reminder or re-injected list for the model, if any."""
     event = hook.hook_event_name
     # A plain tool use changes nothing visible on its own: no board update for it.
-    resolved, changes = hook_observe(owner=owner, hook=hook, notify=event in LIFECYCLE_EVENTS)
+    resolved, changes = hook_observe(
+        owner=owner,
+        hook=hook,
+        notify=event in LIFECYCLE_EVENTS,
+        # Plain tool uses come many a second: their time on the board needs no finer grain.
+        coarse=event in {"PostToolUse", "PostToolUseFailure"},
+    )
     injection = enforcer.on_hook(
         agent=resolved.agent,
         event=event,
@@ -214,7 +220,7 @@ def _record_and_enforce(
 
 
 def hook_observe(
-    *, owner: AbstractBaseUser, hook: HookInput, notify: bool
+    *, owner: AbstractBaseUser, hook: HookInput, notify: bool, coarse: bool = False
 ) -> tuple[ResolvedAgent, Changes]:
     """Apply what any hook tells about its session and agent: existence, mode, lifecycle and
     activity, inside the writer's transaction. Returns what the board must show."""
@@ -255,7 +261,7 @@ def hook_observe(
         agent.save(update_fields=["status", "stopped_at"])
     if session_fields:
         session.save(update_fields=session_fields)
-    agent_touch(agent=agent)
+    agent_touch(agent=agent, coarse=coarse)
     changes = Changes()
     if notify or session_fields or resolved.agent_created or resolved.session_created:
         changes = resolved.changes()

@@ -279,13 +279,48 @@ class Publisher:
         try:
             due = self._take_due()
             if due:
-                messages = await self.loop.run_in_executor(_render_executor, render, due)
-                await _send_all(messages)
+                watched = await watched_groups(groups_of(due))
+                if watched:
+                    messages = await self.loop.run_in_executor(
+                        _render_executor, render, due, watched
+                    )
+                    await _send_all(messages)
         except Exception:
             logger.exception("could not publish live updates")
         finally:
             self.flushing = False
             self._schedule()
+
+
+def groups_of(due: Due) -> set[str]:
+    """Every group a flush of `due` could send to (review pages are found when rendering)."""
+    groups = {session_group(pk) for pk in due.sessions} | {OVERVIEW_GROUP}
+    if due.plans:
+        groups |= {HEADER_GROUP, PLANS_GROUP} | {session_group(pk) for pk in due.sessions}
+    return groups
+
+
+async def watched_groups(groups: set[str]) -> set[str] | None:
+    """The groups with at least one member, so that nobody's board costs a render; None when
+    the channel layer cannot say (then everything is rendered)."""
+    layer = get_channel_layer()
+    members = getattr(layer, "groups", None)
+    if isinstance(members, dict):  # the in-memory layer of the embedded default
+        return {group for group in groups if members.get(group)}
+    group_key = getattr(layer, "_group_key", None)
+    connection = getattr(layer, "connection", None)
+    if group_key is None or connection is None:
+        return None
+    try:  # channels_redis: a group is a sorted set of channel names
+        watched = set()
+        for group in groups:
+            redis = connection(layer.consistent_hash(group))
+            if await redis.zcard(group_key(group)):
+                watched.add(group)
+        return watched
+    except Exception:
+        logger.warning("could not ask the channel layer who is watching", exc_info=True)
+        return None
 
 
 # --- rendering (in the render thread) -----------------------------------------------------------
@@ -295,18 +330,27 @@ def fragment(html: str) -> BoardFragment:
     return BoardFragment(type="board.fragment", html=html)
 
 
-def render(due: Due) -> list[tuple[str, dict]]:
-    """Every fragment `due` needs, rendered once, as one message per group."""
+def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
+    """Every fragment `due` needs, rendered once, as one message per group; with `watched`,
+    only what those groups show (plus review pages, which are always rendered)."""
     from dashboard import selectors
     from planmode import fragments
     from planmode.selectors import plans_by_pk
 
+    def shown(group: str) -> bool:
+        return watched is None or group in watched
+
     parts: dict[str, list[str]] = defaultdict(list)
     plans = plans_by_pk(sorted(due.plans)) if due.plans else []
-    session_pks = set(due.sessions) | {plan.session_id for plan in plans}
+    session_pks = {
+        pk
+        for pk in set(due.sessions) | {plan.session_id for plan in plans}
+        if shown(session_group(pk)) or shown(OVERVIEW_GROUP)
+    }
     summaries = {s.session.pk: s for s in selectors.session_summaries_by_pk(sorted(session_pks))}
+    card_pks = [pk for pk, session_pk in due.cards.items() if shown(session_group(session_pk))]
 
-    for card in selectors.agent_cards(sorted(due.cards)):
+    for card in selectors.agent_cards(sorted(card_pks)):
         created = card.agent.pk in due.created_agents
         html = render_to_string(
             "dashboard/_agent_card.html",
@@ -320,9 +364,14 @@ def render(due: Due) -> list[tuple[str, dict]]:
         parts[session_group(card.agent.session_id)].append(html)
     for session_pk, summary in summaries.items():
         group = session_group(session_pk)
-        parts[group].append(
-            render_to_string("dashboard/_session_header.html", {"summary": summary, "oob": True})
-        )
+        if shown(group):
+            parts[group].append(
+                render_to_string(
+                    "dashboard/_session_header.html", {"summary": summary, "oob": True}
+                )
+            )
+        if not shown(OVERVIEW_GROUP):
+            continue
         parts[OVERVIEW_GROUP].append(
             render_to_string(
                 "dashboard/_session_row.html",
@@ -337,10 +386,14 @@ def render(due: Due) -> list[tuple[str, dict]]:
             )
         )
     # Inserted one by one at the top, so the newest must come last.
-    for entry in sorted(
-        selectors.history_entries(revision_pks=due.revisions, event_pks=due.enforcer_events),
-        key=lambda entry: entry.at,
-    ):
+    entries = (
+        selectors.history_entries(revision_pks=due.revisions, event_pks=due.enforcer_events)
+        if any(shown(session_group(pk)) for pk in due.sessions)
+        else []
+    )
+    for entry in sorted(entries, key=lambda entry: entry.at):
+        if not shown(session_group(entry.agent.session_id)):
+            continue
         parts[session_group(entry.agent.session_id)].append(
             render_to_string("dashboard/_history_entry.html", {"entry": entry, "oob": True})
         )

@@ -6,6 +6,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
 from channels.db import database_sync_to_async
@@ -123,6 +124,21 @@ class ResolvedAgent:
         return changes
 
 
+# (session_id, agent_id) -> (agent pk, owner pk). Identities never change once created, so a
+# warm agent is found and locked with one query; a deleted one is looked up afresh.
+_known_agents: dict[tuple[str, str], tuple[int, int]] = {}
+KNOWN_AGENTS_SIZE = 50_000
+
+
+def _locked_agent(agent_pk: int) -> Agent | None:
+    return (
+        Agent.objects.select_for_update(of=("self",))
+        .select_related("session", "tracking")
+        .filter(pk=agent_pk)
+        .first()
+    )
+
+
 def agent_resolve_for_update(
     *,
     owner: AbstractBaseUser,
@@ -137,6 +153,13 @@ def agent_resolve_for_update(
     """
     validate_id(session_id, name="session_id")
     validate_id(agent_id, name="agent_id")
+    known = _known_agents.get((session_id, agent_id))
+    if known is not None and known[1] == owner.pk:
+        agent = _locked_agent(known[0])
+        if agent is not None:
+            _fill_in(agent, agent_type=agent_type, cwd=cwd)
+            return ResolvedAgent(agent=agent, agent_created=False, session_created=False)
+        _known_agents.pop((session_id, agent_id), None)
     now = timezone.now()
     session, session_created = Session.objects.get_or_create(
         session_id=session_id, defaults={"owner": owner, "cwd": cwd, "started_at": now}
@@ -158,19 +181,41 @@ def agent_resolve_for_update(
             agent_id=agent_id,
             defaults={"agent_type": agent_type, "parent": main, "started_at": now},
         )
-    agent = Agent.objects.select_for_update().select_related("session").get(pk=agent.pk)
-    if agent_type and not agent.agent_type:
-        agent.agent_type = agent_type
-    if cwd and not agent.session.cwd:
-        agent.session.cwd = cwd
+    agent = _locked_agent(agent.pk)
+    if len(_known_agents) >= KNOWN_AGENTS_SIZE:
+        _known_agents.clear()
+    _known_agents[(session_id, agent_id)] = (agent.pk, owner.pk)
+    _fill_in(agent, agent_type=agent_type, cwd=cwd)
     return ResolvedAgent(agent=agent, agent_created=agent_created, session_created=session_created)
 
 
-def agent_touch(*, agent: Agent) -> None:
-    """Mark activity on the agent and its session (inside the caller's transaction)."""
+def _fill_in(agent: Agent, *, agent_type: str, cwd: str) -> None:
+    """The first report of an agent's type or a session's folder sticks."""
+    if agent_type and not agent.agent_type:
+        agent.agent_type = agent_type
+        agent.unsaved_identity = True
+    if cwd and not agent.session.cwd:
+        agent.session.cwd = cwd
+        agent.unsaved_identity = True
+
+
+# "last event 3 s ago" needs no finer time: an agent busy with many tool calls a second costs
+# one update of its row and its session's per second, not one per call.
+TOUCH_PRECISION = timedelta(seconds=1)
+
+
+def agent_touch(*, agent: Agent, coarse: bool = False) -> None:
+    """Mark activity on the agent and its session (inside the caller's transaction). A
+    `coarse` touch (a plain tool use) is skipped when the last one is under a second old."""
     assert transaction.get_connection().in_atomic_block
     now = timezone.now()
+    fresh = now - agent.last_seen_at < TOUCH_PRECISION and (
+        now - agent.session.last_seen_at < TOUCH_PRECISION
+    )
+    if coarse and fresh and not getattr(agent, "unsaved_identity", False):
+        return
     agent.last_seen_at = now
     agent.session.last_seen_at = now
     agent.session.save(update_fields=["last_seen_at", "cwd"])
     agent.save(update_fields=["last_seen_at", "agent_type"])
+    agent.unsaved_identity = False

@@ -112,7 +112,12 @@ def continuation_prompt(items: Sequence[Mapping[str, str]]) -> str:
 
 
 def tracking_for(agent: Agent) -> AgentTracking:
-    """The agent's tracking row, locked for the caller's transaction."""
+    """The agent's tracking row, locked for the caller's transaction (the agent's own row lock,
+    taken when it was loaded for this write, already keeps other writers out)."""
+    if Agent.tracking.is_cached(agent):
+        tracking = getattr(agent, "tracking", None)
+        if tracking is not None:
+            return tracking
     return AgentTracking.objects.select_for_update().get_or_create(agent=agent)[0]
 
 

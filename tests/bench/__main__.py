@@ -382,7 +382,8 @@ def _latest_plan_id(server: LiveServer, session: str) -> int | None:
 
 async def live_updates(server: LiveServer, seconds: float, browsers: int, agents: int) -> None:
     print(
-        f"\nLive updates: {browsers} board sockets on one session, 100 writes/s over {agents} agents:"
+        f"\nLive updates: {browsers} board sockets on one session, "
+        f"100 writes/s over {agents} agents:"
     )
     session = "bench-live"
     headers = {"Authorization": f"Bearer {server.token}"}

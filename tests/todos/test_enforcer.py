@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from dashboard import live
@@ -448,6 +449,10 @@ async def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
     agent = await sync_to_async(write)(user, UNFINISHED)
     await sync_to_async(steps)(agent, 6)
     await live.settled()
+    # A board is open on the session: nothing is rendered for sessions nobody watches.
+    layer = get_channel_layer()
+    board = await layer.new_channel()
+    await layer.group_add(live.session_group(agent.session_id), board)
     cards = []
 
     def on_render(sender, template, **kwargs):
@@ -462,4 +467,6 @@ async def test_a_step_that_flags_and_reminds_renders_the_card_once(user):
         await live.settled()
     finally:
         template_rendered.disconnect(on_render)
+        await layer.group_discard(live.session_group(agent.session_id), board)
     assert len(cards) == 1
+    assert "Reminded the agent" in (await layer.receive(board))["html"]

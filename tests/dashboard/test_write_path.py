@@ -1,0 +1,192 @@
+"""The write path: what one write costs, how bursts are coalesced, durability across kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from channels.layers import get_channel_layer
+from django.db import connection, transaction
+from django.test.signals import template_rendered
+from django.test.utils import CaptureQueriesContext
+
+from dashboard import live
+from dashboard.hook_schemas import HookInput
+from dashboard.hooks import _record_and_enforce
+from tests.conftest import todo, write_todos, write_todos_live
+from todos.models import TodoRevision
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SESSION = "sess-write-path"
+
+
+def step_hook(n: int) -> dict:
+    return {
+        "session_id": SESSION,
+        "hook_event_name": "PostToolUse",
+        "cwd": "/src/shop",
+        "tool_name": "Read",
+        "tool_use_id": f"toolu_{n}",
+    }
+
+
+def test_a_tool_use_of_a_known_agent_costs_three_queries(user):
+    write_todos(user, SESSION, SESSION, [todo("Read the code", "in_progress")])
+    for n in range(2):  # warm: the agent is known and touched this second
+        with transaction.atomic():
+            _record_and_enforce(owner=user, hook=HookInput(**step_hook(n)), payload=step_hook(n))
+
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        _record_and_enforce(owner=user, hook=HookInput(**step_hook(9)), payload=step_hook(9))
+
+    # Find and lock the agent (with its tracking row), look for a countdown, count the step.
+    # BEGIN and COMMIT are the writer's, once per batch of many writes.
+    statements = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].split()[0] in {"SELECT", "INSERT", "UPDATE", "DELETE"}
+    ]
+    assert len(statements) == 3, statements
+
+
+def test_a_todo_write_costs_the_same_number_of_queries_for_8_or_80_items(user):
+    def cost(count: int) -> int:
+        items = [todo(f"Task {n}") for n in range(count)]
+        write_todos(user, SESSION, SESSION, items)
+        with CaptureQueriesContext(connection) as queries:
+            write_todos(user, SESSION, SESSION, [{**items[0], "status": "in_progress"}, *items[1:]])
+        return len(queries.captured_queries)
+
+    assert cost(8) == cost(80) <= 16
+
+
+@pytest.fixture
+def watched_session(user):
+    """A browser's board socket on the session, as a channel in the session's group."""
+
+    async def open_board():
+        await write_todos_live(user, SESSION, SESSION, [todo("Start", "in_progress")])
+        await live.settled()
+        from dashboard.models import Session
+
+        session = await Session.objects.aget(session_id=SESSION)
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(live.session_group(session.pk), channel)
+        return layer, channel
+
+    return open_board
+
+
+async def test_a_burst_of_writes_for_one_agent_renders_its_card_once_per_frame(
+    user, settings, watched_session
+):
+    settings.AGENTBOARD_LIVE_FRAME_MS = 300
+    layer, board = await watched_session()
+    cards: list[str] = []
+    lock = threading.Lock()
+
+    def on_render(sender, template, **kwargs):
+        if template.name == "dashboard/_agent_card.html":
+            with lock:
+                cards.append(template.name)
+
+    template_rendered.connect(on_render)
+    try:
+        await asyncio.sleep(0.35)  # a quiet period: the next change shows at once
+        writes = [
+            write_todos_live(user, SESSION, SESSION, [todo(f"Step {n}", "in_progress")])
+            for n in range(1, 21)
+        ]
+        await asyncio.gather(*writes)
+        await live.settled()
+    finally:
+        template_rendered.disconnect(on_render)
+    messages = []
+    while True:
+        try:
+            messages.append(await asyncio.wait_for(layer.receive(board), 0.2))
+        except TimeoutError:
+            break
+    # At most one render at the start of the burst and one at the end of its frame.
+    assert 1 <= len(cards) <= 2
+    assert "Step 20" in messages[-1]["html"]
+    revisions = await TodoRevision.objects.filter(agent__session__session_id=SESSION).acount()
+    assert revisions == 21  # every write was stored; only the rendering was coalesced
+
+
+async def test_a_session_nobody_watches_costs_no_render(user):
+    cards: list[str] = []
+
+    def on_render(sender, template, **kwargs):
+        cards.append(template.name)
+
+    template_rendered.connect(on_render)
+    try:
+        await write_todos_live(user, SESSION, SESSION, [todo("Unwatched", "in_progress")])
+        await live.settled()
+    finally:
+        template_rendered.disconnect(on_render)
+    assert "dashboard/_agent_card.html" not in cards
+
+
+# --- against a real server -------------------------------------------------------------------
+
+
+def put(server, n: int, session: str = "durable") -> int:
+    body = {"todos": [{"content": f"Write {n}", "status": "in_progress", "activeForm": "Writing"}]}
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/sessions/{session}/agents/agent-{n % 5}/todos",
+        data=json.dumps(body).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.mark.skipif(
+    os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="Checks the embedded SQLite file; PostgreSQL's durability is its own.",
+)
+def test_every_acknowledged_write_survives_kill_9(server_factory):
+    server = server_factory()
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda n: put(server, n), range(40)))
+    assert statuses == [200] * 40
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(10)
+    server.process = None
+
+    server.start()
+
+    for n in range(5):
+        request = urllib.request.Request(
+            f"{server.url}/api/v1/sessions/durable/agents/agent-{n}/todos",
+            headers={"Authorization": f"Bearer {server.token}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert json.loads(response.read())["revision"] == 8  # 40 writes over 5 agents
+
+
+@pytest.mark.parametrize("spelling", ["default", "url"])
+def test_fifty_concurrent_writers_get_no_server_error(server_factory, tmp_path, spelling):
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        pytest.skip("The SQLite spellings are checked on the embedded setup.")
+    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'url.sqlite3'}"} if spelling == "url" else {}
+    server = server_factory(env=env)
+    with ThreadPoolExecutor(50) as pool:
+        statuses = list(pool.map(lambda n: put(server, n, session=f"many-{n}"), range(100)))
+    assert [status for status in statuses if status >= 500] == []
+    assert statuses == [200] * 100

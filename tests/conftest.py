@@ -60,16 +60,20 @@ def db(transactional_db) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def writer_and_render_connections_closed():
-    """The writer and render threads keep their connections open; PostgreSQL refuses to drop
-    the test database while they do."""
+def writer_and_render_connections_closed(django_db_setup):
+    """The writer and render threads keep their connections open, and so does asgiref's shared
+    worker thread; PostgreSQL refuses to drop the test database while they do. (Depending on
+    `django_db_setup` makes this run before the database is dropped.)"""
     yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
 
     from dashboard import live
     from dashboard.writer import writer
 
     writer.stop()
     live.close_connection()
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(10)
 
 
 @pytest.fixture(autouse=True)

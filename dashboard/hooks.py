@@ -40,6 +40,7 @@ from dashboard.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
+    known_agent_pk,
     token_owner,
 )
 from dashboard.waiting import stop_hook_answer, wait_for_decision
@@ -200,6 +201,21 @@ def _record_and_enforce(
 ) -> enforcer.Injection:
     """Record the event; returns the reminder or re-injected list for the model, if any."""
     event = hook.hook_event_name
+    tool_name = str(payload.get("tool_name") or "")
+    tool_use_id = str(payload.get("tool_use_id") or "")
+    if event == "PostToolUse" and tool_use_id and tool_name not in enforcer.TODO_TOOLS:
+        agent_pk = known_agent_pk(
+            owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id
+        )
+        if agent_pk is not None and enforcer.quiet_step(
+            agent_pk=agent_pk,
+            owner_pk=owner.pk,
+            key=tool_use_id,
+            permission_mode=hook.permission_mode,
+            agent_type=hook.agent_type or "",
+            cwd=hook.cwd,
+        ):
+            return enforcer.Injection()
     # A plain tool use changes nothing visible on its own: no board update for it.
     resolved, changes = hook_observe(
         owner=owner,
@@ -211,8 +227,8 @@ def _record_and_enforce(
     injection = enforcer.on_hook(
         agent=resolved.agent,
         event=event,
-        tool_name=str(payload.get("tool_name") or ""),
-        tool_use_id=str(payload.get("tool_use_id") or ""),
+        tool_name=tool_name,
+        tool_use_id=tool_use_id,
         source=str(payload.get("source") or ""),
     )
     injection.changes = changes.merge(injection.changes)
@@ -379,7 +395,7 @@ def _todos_change(
 ) -> Outcome[None]:
     """Read the agent's list, apply `change` and store the result as a hook revision, all under
     the agent's row lock so concurrent Task tool hooks cannot lose each other's items."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
         agent = resolved.agent
         # A hook delivered twice (retries, or both the HTTP and the command hook installed)
@@ -455,7 +471,7 @@ async def _expire_abandoned(submitted: asyncio.Future[Outcome[dict[str, Any]]]) 
 def _plan_submit(
     *, owner: AbstractBaseUser, hook: ToolHookInput, plan_input: ExitPlanModeToolInput
 ) -> Outcome[dict[str, Any]]:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
         agent = resolved.agent
         # PermissionRequest input has no tool_use_id: the same plan still waiting for this agent
@@ -512,7 +528,7 @@ async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
 
 
 def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> Outcome[str]:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
         agent = resolved.agent
         approved = agent.plans.filter(status=PlanStatus.APPROVED)

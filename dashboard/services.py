@@ -130,11 +130,18 @@ _known_agents: dict[tuple[str, str], tuple[int, int]] = {}
 KNOWN_AGENTS_SIZE = 50_000
 
 
+def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> int | None:
+    """The pk of an agent this process has already seen for this owner, without a query."""
+    known = _known_agents.get((session_id, agent_id))
+    return known[0] if known is not None and known[1] == owner.pk else None
+
+
 def _locked_agent(agent_pk: int) -> Agent | None:
     return (
         Agent.objects.select_for_update(of=("self",))
         .select_related("session", "tracking")
         .filter(pk=agent_pk)
+        .order_by()
         .first()
     )
 

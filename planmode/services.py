@@ -136,7 +136,7 @@ def plan_submit(
     """
     _check_plan_text(plan)
     request_hash = _request_hash(plan, plan_file_path)
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
             owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type
         )
@@ -207,7 +207,7 @@ def plan_decide(
             "Say what should change in the feedback; a rejection needs it for the agent.",
             detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
         )
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         plan = (
             Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
             .filter(pk=plan_id)
@@ -240,7 +240,7 @@ def plan_expire(*, plan_id: int) -> PlanChange:
     """Nobody decided in time (a held hook gave up): pending becomes expired; else nothing.
 
     The session keeps its mode: the agent falls back to asking in its own terminal."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         plan = (
             Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
             .filter(pk=plan_id)

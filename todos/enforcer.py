@@ -7,10 +7,11 @@ Stop hook in one server process can be cancelled by a click that lands on anothe
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -179,7 +180,7 @@ def on_todo_write(
 
 def on_activity(*, agent: Agent) -> Changes:
     """Any sign of life from the agent (a prompt, a tool use) cancels a running countdown."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         changes = _cancel_counting(agent, reason="the agent became active again")
         if not changes:
             return changes
@@ -195,7 +196,7 @@ def on_activity(*, agent: Agent) -> Changes:
 def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> Injection:
     """An assistant step (a tool use). Returns a reminder to inject when one is due and this
     step's answer can carry it (`deliver`); otherwise it stays due for the next one that can."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         tracking = tracking_for(agent)
         if key:
             if key in tracking.seen_step_keys:
@@ -214,9 +215,118 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> In
     return Injection(reminder, changes)
 
 
+_QUIET_STEP_STATE = """
+    SELECT a.status, a.agent_type, a.last_seen_at, s.id, s.owner_id, s.permission_mode,
+           s.ended_at, s.cwd, s.last_seen_at, t.id, t.steps_since_write, t.steps_since_reminder,
+           t.current_flags, t.seen_step_keys,
+           EXISTS (
+               SELECT 1 FROM todos_continuation c WHERE c.agent_id = a.id AND c.status = %s
+           )
+    FROM dashboard_agent a
+    JOIN dashboard_session s ON s.id = a.session_id
+    LEFT JOIN todos_agenttracking t ON t.agent_id = a.id
+    WHERE a.id = %s
+"""
+
+
+_QUIET_STEP_COUNT = """
+    UPDATE todos_agenttracking
+    SET steps_since_write = steps_since_write + 1,
+        steps_since_reminder = steps_since_reminder + 1,
+        seen_step_keys = %s
+    WHERE id = %s
+"""
+_QUIET_STEP_COUNT_JSONB = _QUIET_STEP_COUNT.replace(
+    "seen_step_keys = %s", "seen_step_keys = %s::jsonb"
+)
+
+
+def _aware(moment: datetime | str) -> datetime:
+    """A time read with a raw query: SQLite gives naive UTC (or text), PostgreSQL aware."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
+
+
+def quiet_step(
+    *,
+    agent_pk: int,
+    owner_pk: int,
+    key: str,
+    permission_mode: str | None,
+    agent_type: str,
+    cwd: str,
+) -> bool:
+    """The common case of a tool use, in two statements: a known, running agent takes one more
+    step and nothing else happens (no countdown to cancel, no flag, no reminder due, nothing new
+    about its session). True when it was handled; False leaves it to the full path
+    (`hook_observe` and `on_step`), which has already been told nothing here.
+
+    An agent busy with many tool calls a second costs its writer two statements per call; the
+    rules are the same as `on_step`'s, only the checks are made on one row.
+    """
+    assert transaction.get_connection().in_atomic_block
+    connection = transaction.get_connection()
+    lock = " FOR UPDATE OF a" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(_QUIET_STEP_STATE + lock, [Continuation.Status.COUNTING, agent_pk])
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        (
+            status,
+            known_type,
+            agent_seen,
+            session_pk,
+            session_owner,
+            mode,
+            ended_at,
+            known_cwd,
+            session_seen,
+            tracking_pk,
+            steps_since_write,
+            steps_since_reminder,
+            flags,
+            seen_keys,
+            counting,
+        ) = row
+        if tracking_pk is None:
+            return False
+        seen_keys = json.loads(seen_keys) if isinstance(seen_keys, str) else seen_keys
+        flags = json.loads(flags) if isinstance(flags, str) else flags
+        # Once stale, the flag is up already; only a reminder coming due needs the full path.
+        stale_next = steps_since_write + 1 >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
+        reminder_due = steps_since_reminder + 1 >= settings.AGENTBOARD_REMINDER_STEPS_BETWEEN
+        news = stale_next and ("stale_list" not in flags or reminder_due)
+        if (
+            session_owner != owner_pk
+            or status != Agent.Status.RUNNING
+            or ended_at is not None
+            or (permission_mode in PermissionMode.values and permission_mode != mode)
+            or (agent_type and not known_type)
+            or (cwd and not known_cwd)
+            or counting
+            or news
+        ):
+            return False
+        if key in seen_keys:
+            return True  # the same hook delivered twice counts once
+        keys = json.dumps([*seen_keys, key][-STEP_KEYS_KEPT:])
+        cursor.execute(
+            _QUIET_STEP_COUNT_JSONB if connection.vendor == "postgresql" else _QUIET_STEP_COUNT,
+            [keys, tracking_pk],
+        )
+        now = timezone.now()
+        last_seen = min(_aware(agent_seen), _aware(session_seen))
+        if now - last_seen >= timedelta(seconds=1):
+            Agent.objects.filter(pk=agent_pk).update(last_seen_at=now)
+            Session.objects.filter(pk=session_pk).update(last_seen_at=now)
+    return True
+
+
 def on_user_prompt(*, agent: Agent) -> Injection:
     """A new prompt clears the error cooldown and cancels a countdown; may carry a reminder."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         tracking = tracking_for(agent)
         tracking.last_error_at = None
         tracking.consecutive_continuations = 0
@@ -231,7 +341,7 @@ def on_user_prompt(*, agent: Agent) -> Injection:
 
 
 def on_pre_compact(*, agent: Agent) -> Changes:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         tracking = tracking_for(agent)
         tracking.compaction_pending = True
         tracking.save(update_fields=["compaction_pending"])
@@ -240,7 +350,7 @@ def on_pre_compact(*, agent: Agent) -> Changes:
 
 def on_session_start(*, agent: Agent, source: str) -> Injection:
     """After compaction (SessionStart with source "compact") the list is injected again."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         tracking = tracking_for(agent)
         if source == "compact":
             tracking.compaction_pending = True
@@ -250,7 +360,7 @@ def on_session_start(*, agent: Agent, source: str) -> Injection:
 
 
 def on_error(*, agent: Agent) -> Changes:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         tracking = tracking_for(agent)
         tracking.last_error_at = timezone.now()
         tracking.save(update_fields=["last_error_at"])
@@ -301,7 +411,7 @@ def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Recorded:
 
 
 def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> Changes:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         Session.objects.filter(pk=session.pk).update(enforcer_enabled=enabled)
         changes = Changes(sessions={session.pk})
         main = session.agents.filter(agent_id=session.session_id).first()
@@ -383,7 +493,7 @@ def continuation_begin(
     *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
 ) -> ContinuationChange:
     """A Stop arrived: start a countdown (status counting) or record why the agent may stop."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         agent = Agent.objects.select_for_update().select_related("session").get(pk=agent_pk)
         tracking = tracking_for(agent)
         if not stop_hook_active:
@@ -428,7 +538,7 @@ def continuation_begin(
 
 def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
     """The countdown ran out: continue the agent, exactly once, unless it was cancelled."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         continuation = Continuation.objects.select_related("agent", "agent__session").get(
             pk=continuation_pk
         )
@@ -456,7 +566,7 @@ def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
 
 def continuation_cancel(*, continuation_pk: int, by: str) -> CancelResult:
     """The lead clicked Cancel (from any server process); its held Stop hook is woken."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         continuation = Continuation.objects.select_related("agent").get(pk=continuation_pk)
         cancelled = Continuation.objects.filter(
             pk=continuation_pk, status=Continuation.Status.COUNTING

@@ -162,7 +162,7 @@ def todo_list_replace(
         _check_strict_policy(todos)
     new_items = [item.as_wire() for item in todos]
     request_hash = _request_hash(new_items)
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
             owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
         )

@@ -38,7 +38,7 @@ def step_hook(n: int) -> dict:
     }
 
 
-def test_a_tool_use_of_a_known_agent_costs_three_queries(user):
+def test_a_tool_use_of_a_known_agent_costs_two_queries(user):
     write_todos(user, SESSION, SESSION, [todo("Read the code", "in_progress")])
     for n in range(2):  # warm: the agent is known and touched this second
         with transaction.atomic():
@@ -47,14 +47,14 @@ def test_a_tool_use_of_a_known_agent_costs_three_queries(user):
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
         _record_and_enforce(owner=user, hook=HookInput(**step_hook(9)), payload=step_hook(9))
 
-    # Find and lock the agent (with its tracking row), look for a countdown, count the step.
+    # Read (and lock) the agent, its session, its counters and any countdown; count the step.
     # BEGIN and COMMIT are the writer's, once per batch of many writes.
     statements = [
         q["sql"]
         for q in queries.captured_queries
         if q["sql"].split()[0] in {"SELECT", "INSERT", "UPDATE", "DELETE"}
     ]
-    assert len(statements) == 3, statements
+    assert len(statements) == 2, statements
 
 
 def test_a_todo_write_costs_the_same_number_of_queries_for_8_or_80_items(user):

@@ -43,6 +43,23 @@ def test_the_seventh_tool_use_without_a_write_answers_with_a_reminder(hook):
     )
 
 
+def test_reminders_keep_their_rhythm_over_many_tool_uses_and_retries_count_once(hook):
+    from todos.models import AgentTracking, EnforcerEvent
+
+    assert todowrite(hook).status_code == 200
+    answers = []
+    for n in range(16):
+        answers.append(bash(hook, n))
+        bash(hook, n)  # the same hook delivered twice (a retry) is one step
+    reminded = [n + 1 for n, answer in enumerate(answers) if answer]
+    # Seven steps without a write, then every third step while the list stays stale.
+    assert reminded == [7, 10, 13, 16]
+    tracking = AgentTracking.objects.get()
+    assert (tracking.steps_since_write, tracking.steps_since_reminder) == (16, 0)
+    assert tracking.current_flags == ["stale_list"]
+    assert EnforcerEvent.objects.filter(kind="reminder").count() == 4
+
+
 def test_a_subagent_is_counted_on_its_own(hook):
     todowrite(hook)
     for n in range(6):

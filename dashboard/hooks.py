@@ -50,7 +50,7 @@ from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
-from todos.services import current_todos, todo_list_replace
+from todos.services import check_strict_policy, current_todos, todo_list_store
 
 logger = logging.getLogger(__name__)
 
@@ -396,7 +396,8 @@ def _todos_change(
     """Read the agent's list, apply `change` and store the result as a hook revision, all under
     the agent's row lock so concurrent Task tool hooks cannot lose each other's items."""
     with transaction.atomic(savepoint=False):
-        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        # The write below records the activity precisely; observing may be coarse.
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
         agent = resolved.agent
         # A hook delivered twice (retries, or both the HTTP and the command hook installed)
         # must not apply its change again on top of later ones.
@@ -406,17 +407,17 @@ def _todos_change(
         new = change(current)
         if new == current and not record_unchanged:
             return Outcome(None, changes)
-        written = todo_list_replace(
-            owner=owner,
-            session_id=hook.session_id,
-            agent_id=hook.acting_agent_id,
-            todos=[TodoItem.model_validate(item) for item in new],
+        # Validated as any write is, e.g. a Task tool's subject is a todo's content.
+        validated = [TodoItem.model_validate(item) for item in new]
+        if settings.AGENTBOARD_TODO_POLICY == "strict":
+            check_strict_policy(validated)
+        # Claude Code already ran the tool, so the list changed whatever the mode says.
+        written = todo_list_store(
+            resolved=resolved,
+            old_items=current,
+            new_items=[item.as_wire() for item in validated],
             source=TodoRevision.Source.HOOK,
             idempotency_key=idempotency_key,
-            agent_type=hook.agent_type or "",
-            cwd=hook.cwd,
-            # Claude Code already ran the tool, so the list changed whatever the mode says.
-            enforce_plan_mode=False,
         )
         return Outcome(None, changes.merge(written.changes))
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from dashboard.changes import Changes
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode
-from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
+from dashboard.services import ResolvedAgent, agent_resolve_for_update, idempotent_replay
 from todos import enforcer
 from todos.models import Todo, TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
@@ -78,7 +78,7 @@ def render_todos(items: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines) + f"\n\n({summary})"
 
 
-def _check_strict_policy(items: Sequence[TodoItem]) -> None:
+def check_strict_policy(items: Sequence[TodoItem]) -> None:
     if len(items) > STRICT_MAX_ITEMS:
         raise ServiceError(
             "too_many_todos",
@@ -155,65 +155,92 @@ def todo_list_replace(
 ) -> TodoWriteResult:
     """Replace an agent's list with `todos` and record the write as a new revision.
 
-    Writes for one agent are serialized by a row lock; the event for the board leaves after
-    commit. A retry with the same idempotency key and list returns the first result.
+    Writes for one agent are serialized by a row lock. A retry with the same idempotency key
+    and list returns the first result.
     """
     if settings.AGENTBOARD_TODO_POLICY == "strict":
-        _check_strict_policy(todos)
+        check_strict_policy(todos)
     new_items = [item.as_wire() for item in todos]
     request_hash = _request_hash(new_items)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
             owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
         )
-        agent = resolved.agent
         earlier = idempotent_replay(
-            agent.revisions.all(), key=idempotency_key, request_hash=request_hash, what="list"
+            resolved.agent.revisions.all(),
+            key=idempotency_key,
+            request_hash=request_hash,
+            what="list",
         )
         if earlier is not None:
             return _result_of(earlier)
-        if enforce_plan_mode and agent.session.permission_mode == PermissionMode.PLAN:
+        if enforce_plan_mode and resolved.agent.session.permission_mode == PermissionMode.PLAN:
             raise ServiceError(
                 "plan_mode_active",
                 "The session is in plan mode, where the todo list cannot change; it becomes "
                 "writable again once a reviewer approves the plan.",
                 status=409,
             )
-        old_items = current_todos(agent)
-        all_completed = bool(new_items) and all(i["status"] == "completed" for i in new_items)
-        stored_items = [] if all_completed else new_items
-        agent.todos.all().delete()
-        Todo.objects.bulk_create(
-            Todo(
-                agent=agent,
-                position=position,
-                content=item["content"],
-                active_form=item.get("activeForm", ""),
-                status=item["status"],
-                priority=item.get("priority", ""),
-                external_id=item.get("id", ""),
-            )
-            for position, item in enumerate(stored_items)
-        )
-        agent.todo_revision += 1
-        agent.cleared_total = len(new_items) if all_completed else 0
-        agent.save(update_fields=["todo_revision", "cleared_total"])
-        revision = TodoRevision.objects.create(
-            agent=agent,
-            number=agent.todo_revision,
-            old_todos=old_items,
-            new_todos=new_items,
+        return todo_list_store(
+            resolved=resolved,
+            old_items=current_todos(resolved.agent),
+            new_items=new_items,
             source=source,
-            idempotency_key=idempotency_key or None,
+            idempotency_key=idempotency_key,
             request_hash=request_hash,
-            received_at=received_at or timezone.now(),
+            received_at=received_at,
         )
-        changes = resolved.changes()
-        changes.revisions.append(revision.pk)
-        # Imported history is the past: it raises no discipline flags and cancels nothing now.
-        if source != TodoRevision.Source.IMPORT:
-            changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
-        agent_touch(agent=agent)
+
+
+def todo_list_store(
+    *,
+    resolved: ResolvedAgent,
+    old_items: list[dict[str, str]],
+    new_items: list[dict[str, str]],
+    source: str,
+    idempotency_key: str | None = None,
+    request_hash: str = "",
+    received_at: datetime | None = None,
+) -> TodoWriteResult:
+    """Store a new list for an agent already resolved and locked in this transaction, whose
+    current list is `old_items` (callers that read it already, like the hooks, pass it on)."""
+    agent = resolved.agent
+    all_completed = bool(new_items) and all(i["status"] == "completed" for i in new_items)
+    stored_items = [] if all_completed else new_items
+    agent.todos.all().delete()
+    Todo.objects.bulk_create(
+        Todo(
+            agent=agent,
+            position=position,
+            content=item["content"],
+            active_form=item.get("activeForm", ""),
+            status=item["status"],
+            priority=item.get("priority", ""),
+            external_id=item.get("id", ""),
+        )
+        for position, item in enumerate(stored_items)
+    )
+    now = timezone.now()
+    agent.todo_revision += 1
+    agent.cleared_total = len(new_items) if all_completed else 0
+    agent.last_seen_at = agent.session.last_seen_at = now
+    agent.save(update_fields=["todo_revision", "cleared_total", "last_seen_at", "agent_type"])
+    agent.session.save(update_fields=["last_seen_at", "cwd"])
+    revision = TodoRevision.objects.create(
+        agent=agent,
+        number=agent.todo_revision,
+        old_todos=old_items,
+        new_todos=new_items,
+        source=source,
+        idempotency_key=idempotency_key or None,
+        request_hash=request_hash or _request_hash(new_items),
+        received_at=received_at or now,
+    )
+    changes = resolved.changes()
+    changes.revisions.append(revision.pk)
+    # Imported history is the past: it raises no discipline flags and cancels nothing now.
+    if source != TodoRevision.Source.IMPORT:
+        changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
     result = _result_of(revision)
     result.changes.merge(changes)
     return result

@@ -126,18 +126,25 @@ def _result_of(revision: TodoRevision) -> TodoWriteResult:
 
 
 def current_todos(agent: Agent) -> list[dict[str, str]]:
-    return [todo_as_wire(todo) for todo in agent.todos.all()]
+    rows = agent.todos.order_by("position").values_list(
+        "content", "status", "active_form", "external_id", "priority"
+    )
+    return [_wire(*row) for row in rows]
+
+
+def _wire(content: str, status: str, active_form: str, external_id: str, priority: str) -> dict:
+    wire = {"content": content, "status": status}
+    if active_form:
+        wire["activeForm"] = active_form
+    if external_id:
+        wire["id"] = external_id
+    if priority:
+        wire["priority"] = priority
+    return wire
 
 
 def todo_as_wire(todo: Todo) -> dict[str, str]:
-    wire = {"content": todo.content, "status": todo.status}
-    if todo.active_form:
-        wire["activeForm"] = todo.active_form
-    if todo.external_id:
-        wire["id"] = todo.external_id
-    if todo.priority:
-        wire["priority"] = todo.priority
-    return wire
+    return _wire(todo.content, todo.status, todo.active_form, todo.external_id, todo.priority)
 
 
 def todo_list_replace(

@@ -195,12 +195,15 @@ async def ingest(server: LiveServer, seconds: float) -> None:
             check(ratio >= 0.8 and not run.errors),
         )
 
+    # The same steady load on the no-op says what the server itself costs at that rate.
+    steady_noop = await open_loop(server.port, noop_maker, rate=100, seconds=seconds)
     steady = await open_loop(
         server.port, hook_maker(server.token, "step"), rate=100, seconds=seconds
     )
     row(
         "hook at a steady 100/s: p50 / p99",
         f"{steady.p50:5.1f} / {steady.percentile(0.99):5.1f} ms",
+        f"no-op at 100/s: {steady_noop.p50:.1f} / {steady_noop.percentile(0.99):.1f} ms; "
         f"goal p99 ≤ 20 ms; {steady.errors} errors",
         check(steady.percentile(0.99) <= 20 and not steady.errors),
     )

@@ -50,7 +50,12 @@ from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
-from todos.services import check_strict_policy, current_todos, todo_list_store
+from todos.services import (
+    check_strict_policy,
+    current_todos,
+    revision_key_used,
+    todo_list_store,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -401,7 +406,7 @@ def _todos_change(
         agent = resolved.agent
         # A hook delivered twice (retries, or both the HTTP and the command hook installed)
         # must not apply its change again on top of later ones.
-        if idempotency_key and agent.revisions.filter(idempotency_key=idempotency_key).exists():
+        if idempotency_key and revision_key_used(agent=agent, key=idempotency_key):
             return Outcome(None, changes)
         current = current_todos(agent)
         new = change(current)

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from dashboard.changes import Changes
@@ -125,11 +125,39 @@ def _result_of(revision: TodoRevision) -> TodoWriteResult:
     )
 
 
+# Run on every write: plain SQL, since compiling the ORM's statements costs more than running
+# them. Each is standard SQL that SQLite and PostgreSQL both take.
+_CURRENT_TODOS = """
+    SELECT content, status, active_form, external_id, priority FROM todos_todo
+    WHERE agent_id = %s ORDER BY position
+"""
+_DELETE_TODOS = "DELETE FROM todos_todo WHERE agent_id = %s"
+_INSERT_TODO = """
+    INSERT INTO todos_todo (agent_id, position, content, active_form, status, priority, external_id)
+    VALUES (%s, %s, %s, %s, %s, %s, %s)
+"""
+_UPDATE_AGENT = """
+    UPDATE dashboard_agent SET todo_revision = %s, cleared_total = %s, last_seen_at = %s,
+    agent_type = %s WHERE id = %s
+"""
+_UPDATE_SESSION = "UPDATE dashboard_session SET last_seen_at = %s, cwd = %s WHERE id = %s"
+
+
+def revision_key_used(*, agent: Agent, key: str) -> bool:
+    """Whether a write of this agent already carried this idempotency key (a hook's
+    tool_use_id): a delivery seen before."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM todos_todorevision WHERE agent_id = %s AND idempotency_key = %s",
+            [agent.pk, key],
+        )
+        return cursor.fetchone() is not None
+
+
 def current_todos(agent: Agent) -> list[dict[str, str]]:
-    rows = agent.todos.order_by("position").values_list(
-        "content", "status", "active_form", "external_id", "priority"
-    )
-    return [_wire(*row) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.execute(_CURRENT_TODOS, [agent.pk])
+        return [_wire(*row) for row in cursor.fetchall()]
 
 
 def _wire(content: str, status: str, active_form: str, external_id: str, priority: str) -> dict:
@@ -214,25 +242,33 @@ def todo_list_store(
     agent = resolved.agent
     all_completed = bool(new_items) and all(i["status"] == "completed" for i in new_items)
     stored_items = [] if all_completed else new_items
-    agent.todos.all().delete()
-    Todo.objects.bulk_create(
-        Todo(
-            agent=agent,
-            position=position,
-            content=item["content"],
-            active_form=item.get("activeForm", ""),
-            status=item["status"],
-            priority=item.get("priority", ""),
-            external_id=item.get("id", ""),
-        )
-        for position, item in enumerate(stored_items)
-    )
     now = timezone.now()
     agent.todo_revision += 1
     agent.cleared_total = len(new_items) if all_completed else 0
     agent.last_seen_at = agent.session.last_seen_at = now
-    agent.save(update_fields=["todo_revision", "cleared_total", "last_seen_at", "agent_type"])
-    agent.session.save(update_fields=["last_seen_at", "cwd"])
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        cursor.execute(_DELETE_TODOS, [agent.pk])
+        cursor.executemany(
+            _INSERT_TODO,
+            [
+                (
+                    agent.pk,
+                    position,
+                    item["content"],
+                    item.get("activeForm", ""),
+                    item["status"],
+                    item.get("priority", ""),
+                    item.get("id", ""),
+                )
+                for position, item in enumerate(stored_items)
+            ],
+        )
+        cursor.execute(
+            _UPDATE_AGENT,
+            [agent.todo_revision, agent.cleared_total, stamp, agent.agent_type, agent.pk],
+        )
+        cursor.execute(_UPDATE_SESSION, [stamp, agent.session.cwd, agent.session.pk])
     revision = TodoRevision.objects.create(
         agent=agent,
         number=agent.todo_revision,

@@ -172,7 +172,14 @@ def on_todo_write(
     tracking = tracking_for(agent)
     tracking.steps_since_write = 0
     events = _set_flags(agent, tracking, list_flags(old, new))
-    tracking.save()
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        # On every write: plain SQL, as compiling the ORM's UPDATE costs more than running it.
+        cursor.execute(
+            "UPDATE todos_agenttracking SET steps_since_write = 0, current_flags = %s "
+            "WHERE id = %s",
+            [connection.ops.adapt_json_value(tracking.current_flags, None), tracking.pk],
+        )
     return _changed(agent, events).merge(
         _cancel_counting(agent, reason="the agent updated its todo list")
     )

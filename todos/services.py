@@ -116,12 +116,16 @@ def _request_hash(items: Sequence[Mapping[str, str]]) -> str:
 
 
 def _result_of(revision: TodoRevision) -> TodoWriteResult:
+    return _result(revision.number, revision.old_todos, revision.new_todos)
+
+
+def _result(number: int, old: list[dict[str, str]], new: list[dict[str, str]]) -> TodoWriteResult:
     return TodoWriteResult(
-        revision=revision.number,
-        old_todos=revision.old_todos,
-        new_todos=revision.new_todos,
-        progress=progress_of(revision.new_todos),
-        rendered=render_todos(revision.new_todos),
+        revision=number,
+        old_todos=old,
+        new_todos=new,
+        progress=progress_of(new),
+        rendered=render_todos(new),
     )
 
 
@@ -141,6 +145,12 @@ _UPDATE_AGENT = """
     agent_type = %s WHERE id = %s
 """
 _UPDATE_SESSION = "UPDATE dashboard_session SET last_seen_at = %s, cwd = %s WHERE id = %s"
+_INSERT_REVISION = """
+    INSERT INTO todos_todorevision
+        (agent_id, number, old_todos, new_todos, source, idempotency_key, request_hash, received_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    RETURNING id
+"""
 
 
 def revision_key_used(*, agent: Agent, key: str) -> bool:
@@ -269,22 +279,26 @@ def todo_list_store(
             [agent.todo_revision, agent.cleared_total, stamp, agent.agent_type, agent.pk],
         )
         cursor.execute(_UPDATE_SESSION, [stamp, agent.session.cwd, agent.session.pk])
-    revision = TodoRevision.objects.create(
-        agent=agent,
-        number=agent.todo_revision,
-        old_todos=old_items,
-        new_todos=new_items,
-        source=source,
-        idempotency_key=idempotency_key or None,
-        request_hash=request_hash or _request_hash(new_items),
-        received_at=received_at or now,
-    )
+        cursor.execute(
+            _INSERT_REVISION,
+            [
+                agent.pk,
+                agent.todo_revision,
+                connection.ops.adapt_json_value(old_items, None),
+                connection.ops.adapt_json_value(new_items, None),
+                source,
+                idempotency_key or None,
+                request_hash or _request_hash(new_items),
+                connection.ops.adapt_datetimefield_value(received_at or now),
+            ],
+        )
+        (revision_pk,) = cursor.fetchone()
     changes = resolved.changes()
-    changes.revisions.append(revision.pk)
+    changes.revisions.append(revision_pk)
     # Imported history is the past: it raises no discipline flags and cancels nothing now.
     if source != TodoRevision.Source.IMPORT:
         changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
-    result = _result_of(revision)
+    result = _result(agent.todo_revision, old_items, new_items)
     result.changes.merge(changes)
     return result
 

@@ -197,8 +197,9 @@ async def ingest(server: LiveServer, seconds: float) -> None:
 
     # The same steady load on the no-op says what the server itself costs at that rate.
     steady_noop = await open_loop(server.port, noop_maker, rate=100, seconds=seconds)
+    step = hook_maker(server.token, "step")
     steady = await open_loop(
-        server.port, hook_maker(server.token, "step"), rate=100, seconds=seconds
+        server.port, lambda number: step(number % CLIENTS), rate=100, seconds=seconds
     )
     row(
         "hook at a steady 100/s: p50 / p99",

@@ -22,7 +22,8 @@ from todos.schemas import TodoWriteIn
 # In-process tests get a Redis prefix of their own, so nothing left by an earlier run (or a
 # live server of this one) shares their groups. Channel layers are built on first use, later.
 if "Redis" in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
-    settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"agentboard-run-{secrets.token_hex(4)}"
+    _layer_config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    _layer_config["prefix"] = f"agentboard-run-{secrets.token_hex(4)}"
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -40,6 +40,7 @@ from tests.bench.load import Connection, Run, closed_loop, http_request, open_lo
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
 
 CLIENTS = 16
+PARTS = ("ingest", "decisions", "live", "memory", "scale")
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -91,13 +92,14 @@ def eight_items(done: int) -> list[dict]:
     ]
 
 
-def hook_maker(token: str, kind: str) -> Callable[[int], bytes]:
+def hook_maker(token: str, kind: str, first_client: int = 0) -> Callable[[int], bytes]:
     """Fresh hook bodies: each client is its own session (its own agent)."""
     headers = {"Authorization": f"Bearer {token}"}
     counters: dict[int, int] = {}
 
     def make(client: int) -> bytes:
         n = counters[client] = counters.get(client, 0) + 1
+        client += first_client
         base = {
             "session_id": f"bench-{kind}-{client}",
             "hook_event_name": "PostToolUse",
@@ -504,10 +506,12 @@ async def scale_out(tmp: Path, seconds: float) -> None:
             one = await closed_loop(first.port, make, clients=CLIENTS, seconds=seconds)
             env = {"DATABASE_URL": url, "PREFIX": "bench"}
             with running_server(tmp, "pg-b", **env) as second:
-                second.token = first.token
+                # Each process gets its own agents, as a load balancer spreading sessions would.
+                other = hook_maker(first.token, "step", first_client=CLIENTS)
+                await closed_loop(second.port, other, clients=CLIENTS // 2, seconds=1)
                 results = await asyncio.gather(
                     closed_loop(first.port, make, clients=CLIENTS // 2, seconds=seconds),
-                    closed_loop(second.port, make, clients=CLIENTS // 2, seconds=seconds),
+                    closed_loop(second.port, other, clients=CLIENTS // 2, seconds=seconds),
                 )
             both = sum(result.rate for result in results)
         row("one process, hook tool steps", f"{one.rate:8.0f} req/s")
@@ -541,4 +545,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tests.bench")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each timed run")
     parser.add_argument("--smoke", action="store_true", help="a quick run that proves it works")
+    parser.add_argument("--part", action="append", choices=PARTS, help="run only these parts")
     asyncio.run(main(parser.parse_args()))

@@ -362,7 +362,10 @@ async def held_hook_round(server: LiveServer, browser: dict, reviewer: Connectio
     )
     answer = asyncio.ensure_future(hook.send(request))
     plan_id = None
+    deadline = time.perf_counter() + 10
     while plan_id is None:
+        if answer.done() or time.perf_counter() > deadline:
+            raise RuntimeError(f"the held hook's plan never showed up: {answer}")
         await asyncio.sleep(0.01)
         plan_id = await asyncio.to_thread(_latest_plan_id, server, session)
     started = time.perf_counter()
@@ -529,15 +532,21 @@ async def main(arguments: argparse.Namespace) -> None:
     seconds = 1.0 if arguments.smoke else arguments.seconds
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
+        parts = set(arguments.part or PARTS)
         with running_server(tmp, "embedded") as server:
             print(f"Agentboard benchmark: {os.cpu_count()} cores, one `manage.py serve`.")
-            await ingest(server, seconds)
-            await decisions(
-                server, rounds=10 if arguments.smoke else 100, idle=50 if arguments.smoke else 1000
-            )
-            await live_updates(server, seconds, browsers=10 if arguments.smoke else 100, agents=20)
-            await memory(server, 50 if arguments.smoke else 1000)
-        await scale_out(tmp, seconds)
+            if "ingest" in parts:
+                await ingest(server, seconds)
+            if "decisions" in parts:
+                rounds, idle = (10, 50) if arguments.smoke else (100, 1000)
+                await decisions(server, rounds=rounds, idle=idle)
+            if "live" in parts:
+                browsers = 10 if arguments.smoke else 100
+                await live_updates(server, seconds, browsers=browsers, agents=20)
+            if "memory" in parts:
+                await memory(server, 50 if arguments.smoke else 1000)
+        if "scale" in parts:
+            await scale_out(tmp, seconds)
     print("\nDone.")
 
 

@@ -129,7 +129,35 @@ def _current_items(agent: Agent) -> list[dict[str, str]]:
 
 
 def _record(agent: Agent, kind: str, text: str, code: str = "") -> EnforcerEvent:
-    return EnforcerEvent.objects.create(agent=agent, kind=kind, text=text, code=code)
+    """A line of the agent's history. Plain SQL: reminders come due every few tool uses, and
+    compiling the ORM's INSERT costs more than running it."""
+    connection = transaction.get_connection()
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO todos_enforcerevent (agent_id, kind, code, text, created_at) "
+            "VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            [agent.pk, kind, code, text, connection.ops.adapt_datetimefield_value(now)],
+        )
+        (pk,) = cursor.fetchone()
+    return EnforcerEvent(pk=pk, agent=agent, kind=kind, code=code, text=text, created_at=now)
+
+
+def _save_step_counters(tracking: AgentTracking) -> None:
+    """What a step changes on the tracking row (plain SQL, as for `_record`)."""
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE todos_agenttracking SET steps_since_write = %s, steps_since_reminder = %s, "
+            "current_flags = %s, seen_step_keys = %s WHERE id = %s",
+            [
+                tracking.steps_since_write,
+                tracking.steps_since_reminder,
+                connection.ops.adapt_json_value(tracking.current_flags, None),
+                connection.ops.adapt_json_value(tracking.seen_step_keys, None),
+                tracking.pk,
+            ],
+        )
 
 
 def _set_flags(agent: Agent, tracking: AgentTracking, flags: list[str]) -> list[EnforcerEvent]:
@@ -216,7 +244,7 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> In
             reminder, recorded = _take_reminder_if_due(agent, tracking)
         else:
             reminder, recorded = None, _mark_stale(agent, tracking)
-        tracking.save()
+        _save_step_counters(tracking)
         if recorded:
             changes.merge(_changed(agent, recorded))
     return Injection(reminder, changes)

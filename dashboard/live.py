@@ -150,15 +150,19 @@ class Due:
 
     @classmethod
     def everything_in(cls, changes: Changes) -> Due:
-        return cls(
-            cards=dict(changes.agents),
-            created_agents=set(changes.created_agents),
-            sessions=set(changes.sessions) | set(changes.agents.values()),
-            created_sessions=set(changes.created_sessions),
-            revisions=list(changes.revisions),
-            enforcer_events=list(changes.enforcer_events),
-            plans=set(changes.plans),
-        )
+        due = cls()
+        due.add(changes)
+        return due
+
+    def add(self, changes: Changes) -> None:
+        """What `changes` shows browsers: a changed card re-renders its session too."""
+        self.cards.update(changes.agents)
+        self.created_agents |= changes.created_agents
+        self.sessions |= changes.sessions | set(changes.agents.values())
+        self.created_sessions |= changes.created_sessions
+        self.revisions += changes.revisions
+        self.enforcer_events += changes.enforcer_events
+        self.plans |= changes.plans
 
     def __bool__(self) -> bool:
         # Every card and history line belongs to a session that is pending too.
@@ -208,14 +212,7 @@ class Publisher:
         wake = _wake_messages(changes)
         if wake:
             self._spawn(_send_all(wake))
-        pending = self.pending
-        pending.cards.update(changes.agents)
-        pending.created_agents |= changes.created_agents
-        pending.sessions |= changes.sessions | set(changes.agents.values())
-        pending.created_sessions |= changes.created_sessions
-        pending.revisions += changes.revisions
-        pending.enforcer_events += changes.enforcer_events
-        pending.plans |= changes.plans
+        self.pending.add(changes)
         self._schedule()
 
     def _spawn(self, coroutine: Any) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from dataclasses import dataclass
 from datetime import timedelta
+from time import monotonic
 from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
@@ -82,7 +82,7 @@ def token_authenticate_cached(raw: str | None) -> AbstractBaseUser | None:
     if not raw:
         return None
     key = hash_token(raw)
-    now = time.monotonic()
+    now = monotonic()
     cached = _token_cache.get(key)
     if cached is not None and cached[0] > now:
         return cached[1]
@@ -104,7 +104,7 @@ async def token_owner(raw: str | None) -> AbstractBaseUser | None:
     if not raw:
         return None
     cached = _token_cache.get(hash_token(raw))
-    if cached is not None and cached[0] > time.monotonic():
+    if cached is not None and cached[0] > monotonic():
         return cached[1]
     return await database_sync_to_async(token_authenticate_cached)(raw)
 

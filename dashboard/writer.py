@@ -62,7 +62,6 @@ class Writer:
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self.batches = 0
 
     def _ensure_running(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -133,7 +132,6 @@ class Writer:
                 if not job.future.done():
                     job.future.set_exception(error)
             raise
-        self.batches += 1
         from dashboard import live
 
         for job, result, error in outcomes:

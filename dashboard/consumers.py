@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -29,6 +30,7 @@ from dashboard.frames import (
 )
 from dashboard.models import Session
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.watch import Waiter, watch_for
 from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
@@ -134,7 +136,10 @@ class AgentConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.user = await token_owner(_bearer_token(self.scope))
-        self.watched_plans: set[int] = set()
+        # The plans this socket waits on, each with its waiter in `dashboard.watch`.
+        self.watched_plans: dict[int, Waiter] = {}
+        self.plans_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
         await self.accept()
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -227,8 +232,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
                     }
                 )
         elif isinstance(frame, ExpirePlanFrame):
+            # The agent gave up on it: no plan_decided for it, only this ack.
+            self._unwatch_plan(frame.plan_id)
             state = (await write(_expire_plan, owner=self.user, plan_id=frame.plan_id)).value
-            await self._unwatch_plan(frame.plan_id)
             await self._send_json({"type": "ack", "id": frame.id, "result": state})
         else:
             await self.handle_plan_frame(frame)
@@ -249,40 +255,50 @@ class AgentConsumer(AsyncWebsocketConsumer):
             plan_pk = submitted.plan.pk
         else:
             plan_pk = frame.plan_id
-        # Subscribe before reading: a decision made in between is then in the state read
-        # below or arrives as an event, never lost.
-        await self._watch_plan(plan_pk)
-        try:
-            state = await database_sync_to_async(self._plan_state)(plan_pk)
-        except ServiceError:
-            await self._unwatch_plan(plan_pk)
-            raise
-        if state["status"] != "pending":
-            await self._unwatch_plan(plan_pk)
-        result = {**state, "review_url": self._review_url(plan_pk)}
-        await self._send_json({"type": "ack", "id": frame.id, "result": result})
+        # Held until the ack is sent, so a decision heard meanwhile is pushed after the ack.
+        async with self.plans_lock:
+            # Subscribe before reading: a decision made in between is then in the state read
+            # below or arrives as an event, never lost.
+            await self._watch_plan(plan_pk)
+            try:
+                state = await live.read(self._plan_state, plan_pk)
+            except ServiceError:
+                self._unwatch_plan(plan_pk)
+                raise
+            if state["status"] != "pending":
+                self._unwatch_plan(plan_pk)
+            result = {**state, "review_url": self._review_url(plan_pk)}
+            await self._send_json({"type": "ack", "id": frame.id, "result": result})
 
-    async def plan_decided(self, event: live.PlanDecided) -> None:
-        plan_pk = event["plan_id"]
-        if plan_pk not in self.watched_plans:
-            return
-        state = event["state"]
-        if state["status"] == "pending":
-            return
-        await self._unwatch_plan(plan_pk)
-        await self._send_json({"type": "plan_decided", "plan": state})
+    async def _plan_decided(self, plan_pk: int, state: dict[str, Any]) -> None:
+        async with self.plans_lock:
+            if self.watched_plans.pop(plan_pk, None) is None:
+                return  # already answered (the ack carried the decision, or pushed before)
+            await self._send_json({"type": "plan_decided", "plan": state})
 
     async def _watch_plan(self, plan_pk: int) -> None:
-        self.watched_plans.add(plan_pk)
-        await self.channel_layer.group_add(live.plan_group(plan_pk), self.channel_name)
+        if plan_pk in self.watched_plans:
+            return
+        loop = asyncio.get_running_loop()
 
-    async def _unwatch_plan(self, plan_pk: int) -> None:
-        self.watched_plans.discard(plan_pk)
-        await self.channel_layer.group_discard(live.plan_group(plan_pk), self.channel_name)
+        def heard(state: dict[str, Any] | None) -> None:
+            # None: the server is stopping; the agent re-watches once it reconnects.
+            if state is not None:
+                task = loop.create_task(self._plan_decided(plan_pk, state))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+        self.watched_plans[plan_pk] = heard
+        await watch_for(loop).add(plan_pk, heard)
+
+    def _unwatch_plan(self, plan_pk: int) -> None:
+        heard = self.watched_plans.pop(plan_pk, None)
+        if heard is not None:
+            watch_for().discard(plan_pk, heard)
 
     async def disconnect(self, code: int) -> None:
         for plan_pk in list(getattr(self, "watched_plans", ())):
-            await self._unwatch_plan(plan_pk)
+            self._unwatch_plan(plan_pk)
 
     def _plan_state(self, plan_pk: int) -> dict:
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))

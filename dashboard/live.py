@@ -1,7 +1,8 @@
 """The publisher: every event the browser and agent sockets receive, and the one place that sends.
 
 The writer hands it the `Changes` of each committed write. Waiting agents (agent sockets, held
-hooks) are woken at once. What browsers show is rendered off the request path, in one render
+hooks) are woken at once: those of this process directly (`dashboard.watch`), the others
+through the channel layer. What browsers show is rendered off the request path, in one render
 thread, coalesced per session: a session's changed cards, header, overview row and new history
 lines go out together at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes
 touched them, the first change of a quiet period at once and the last state always; the plan
@@ -17,10 +18,10 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -28,8 +29,10 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from dashboard.changes import Changes
+from dashboard.watch import plan_group, watch_for
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OVERVIEW_GROUP = "board.overview"
 # Every board page: the header's count of plans waiting.
@@ -40,11 +43,6 @@ PLANS_GROUP = "board.plans"
 
 def session_group(session_pk: int) -> str:
     return f"board.session.{session_pk}"
-
-
-def plan_group(plan_pk: int) -> str:
-    """Agents waiting on a plan's decision."""
-    return f"plan.{plan_pk}"
 
 
 def plan_review_group(plan_pk: int) -> str:
@@ -89,6 +87,12 @@ def close_connection() -> None:
     from django.db import connections
 
     _render_executor.submit(connections.close_all).result(10)
+
+
+async def read(func: Callable[..., T], /, *args: Any) -> T:
+    """Run a short database read on the render thread, so that no request (a held hook, a
+    socket) opens a database connection of its own while it waits."""
+    return await asyncio.wrap_future(_render_executor.submit(func, *args))
 
 
 def publish(changes: Changes, *, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -209,6 +213,10 @@ class Publisher:
         self.tasks: set[asyncio.Task] = set()
 
     def take(self, changes: Changes) -> None:
+        # Waiters in this process hear of a decision now; others through the channel layer.
+        watch = watch_for(self.loop)
+        for pk, state in changes.decided_plans.items():
+            watch.decided(pk, state)
         wake = _wake_messages(changes)
         if wake:
             self._spawn(_send_all(wake))

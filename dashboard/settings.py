@@ -251,3 +251,13 @@ AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", [
 AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)
 if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS must be a positive number.")
+
+# A decision's push to waiting agents can be lost (its server process died right after the
+# commit, the channel layer dropped it): waiters then re-read their plans this often.
+AGENTBOARD_DECISION_RESYNC_SECONDS = envfloat("AGENTBOARD_DECISION_RESYNC_SECONDS", 1.0)
+if AGENTBOARD_DECISION_RESYNC_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_DECISION_RESYNC_SECONDS must be a positive number.")
+
+# On SIGTERM / Ctrl+C the server stops taking connections, answers every held hook (`{}`, so
+# agents fall back to their terminal) and waits this long for requests in flight, then exits.
+AGENTBOARD_STOP_GRACE_SECONDS = envfloat("AGENTBOARD_STOP_GRACE_SECONDS", 5.0)

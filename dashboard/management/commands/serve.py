@@ -30,9 +30,29 @@ class Command(BaseCommand):
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
-        CommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--proxy-headers", "dashboard.asgi:application"]
-        )
+        from dashboard import live
+        from dashboard.server import AgentboardServer
+        from dashboard.writer import writer
+
+        class Daphne(CommandLineInterface):
+            server_class = AgentboardServer
+
+        try:
+            Daphne().run(
+                [
+                    "--bind",
+                    host,
+                    "--port",
+                    str(port),
+                    "--proxy-headers",
+                    "dashboard.asgi:application",
+                ]
+            )
+        finally:
+            # Everything answered has been committed; finish anything queued after it.
+            writer.stop()
+            live.close_connection()
+        self.stdout.write("Agentboard stopped.")
 
     def _bootstrap(self, *, host: str, port: int) -> None:
         """On the very first start: a reviewer account and an agent token, printed once."""

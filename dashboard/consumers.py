@@ -28,7 +28,7 @@ from dashboard.frames import (
     TodoWriteFrame,
     WatchPlanFrame,
 )
-from dashboard.models import Session
+from dashboard.models import Session, hash_token
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.watch import Waiter, watch_for
 from dashboard.writer import write
@@ -135,7 +135,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
     """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
 
     async def connect(self) -> None:
-        self.user = await token_owner(_bearer_token(self.scope))
+        self.token = _bearer_token(self.scope)
+        self.user = await token_owner(self.token)
         # The plans this socket waits on, each with its waiter in `dashboard.watch`.
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
@@ -143,9 +144,24 @@ class AgentConsumer(AsyncWebsocketConsumer):
         await self.accept()
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.token_group = live.token_group(hash_token(self.token or ""))
+        await self.channel_layer.group_add(self.token_group, self.channel_name)
+
+    async def token_revoked(self, event: dict[str, Any]) -> None:
+        await self._refuse_revoked()
+
+    async def _refuse_revoked(self) -> None:
+        self.user = None
+        await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.user is None:
+            return
+        # A token revoked while the socket is open stops working here within the token cache's
+        # second, even if the push that closes the socket was lost.
+        if await token_owner(self.token) is None:
+            await self._refuse_revoked()
             return
         frame_id = None
         try:
@@ -299,6 +315,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         for plan_pk in list(getattr(self, "watched_plans", ())):
             self._unwatch_plan(plan_pk)
+        if getattr(self, "token_group", None):
+            await self.channel_layer.group_discard(self.token_group, self.channel_name)
 
     def _plan_state(self, plan_pk: int) -> dict:
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))

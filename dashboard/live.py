@@ -50,6 +50,22 @@ def plan_review_group(plan_pk: int) -> str:
     return f"board.plan.{plan_pk}"
 
 
+def token_group(key_hash: str) -> str:
+    """The agent sockets opened with one token, to close when it is revoked."""
+    return f"agent-token.{key_hash[:32]}"
+
+
+def close_token_sockets(key_hashes: list[str]) -> None:
+    """After a commit that revoked tokens (or deactivated their user): close the agent sockets
+    of every process that were opened with them. Those that miss this push are closed at their
+    next frame, once the revocation reaches the token cache (within a second)."""
+    messages = [(token_group(key), {"type": "token.revoked"}) for key in key_hashes]
+    try:
+        async_to_sync(_send_all)(messages)
+    except Exception:
+        logger.exception("could not tell agent sockets that their token was revoked")
+
+
 def continuation_group(continuation_pk: int) -> str:
     """The held Stop hook of one continuation countdown."""
     return f"continuation.{continuation_pk}"

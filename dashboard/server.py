@@ -6,8 +6,8 @@ a socket waiting for a decision. On SIGTERM or Ctrl+C the server
 1. stops listening, so new requests go to another process (or fail fast and the agent falls
    back to its terminal);
 2. lets every waiter go at once: held plans answer `{}` and show as expired, countdowns are
-   cancelled and their Stop hooks answer `{}`, agent and browser sockets are closed with 1001
-   ("going away") so their clients reconnect to the next server;
+   cancelled and their Stop hooks answer `{}`, agent and browser sockets are closed with 1012
+   ("service restart") so their clients reconnect to the next server;
 3. waits up to AGENTBOARD_STOP_GRACE_SECONDS for the HTTP requests still in flight;
 4. stops the event loop, then finishes the writer's queue and closes its database connection.
 
@@ -34,8 +34,8 @@ from dashboard.watch import watch_for
 
 logger = logging.getLogger(__name__)
 
-GOING_AWAY = 1001
-GOING_AWAY_REASON = b"The server is stopping; reconnect."
+SERVICE_RESTART = 1012
+RESTART_REASON = b"The server is stopping; reconnect."
 
 
 class AgentboardServer(Server):
@@ -75,8 +75,9 @@ class AgentboardServer(Server):
         watch_for(loop).stop()
         for protocol in list(self.connections):
             if isinstance(protocol, WebSocketProtocol):
-                # sendClose() refuses 1001 from a server application; the frame is valid.
-                protocol.sendCloseFrame(code=GOING_AWAY, reasonUtf8=GOING_AWAY_REASON)
+                # sendClose() refuses 1012 from an application; the frame is valid. Browsers (htmx)
+                # reconnect on 1012 "service restart", not on 1001.
+                protocol.sendCloseFrame(code=SERVICE_RESTART, reasonUtf8=RESTART_REASON)
         while loop.time() < deadline and self._http_in_flight():
             await asyncio.sleep(0.02)
         # Let the last answers leave their buffers before the loop stops.

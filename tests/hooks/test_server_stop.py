@@ -35,7 +35,7 @@ def terminate_and_time(server) -> tuple[float, int]:
     return time.monotonic() - started, code
 
 
-def test_sigterm_answers_every_held_hook_and_closes_agent_sockets(server_factory):
+def test_sigterm_answers_every_held_hook_and_closes_agent_sockets_for_a_reconnect(server_factory):
     # A long countdown, so that a Stop hook is still held when the server stops.
     server = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "120"})
 
@@ -74,7 +74,7 @@ def test_sigterm_answers_every_held_hook_and_closes_agent_sockets(server_factory
         for agent_socket in sockets:
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await asyncio.wait_for(agent_socket.recv(), 5)
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
 
         # What the agents were told is what the board shows after a restart.
         await asyncio.to_thread(server.start)

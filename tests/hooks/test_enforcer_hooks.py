@@ -123,6 +123,7 @@ def test_task_tool_bursts_raise_no_flag_but_other_work_on_a_doubtful_list_does(h
                 tool_use_id=f"toolu_create_{n}",
                 tool_input={"subject": f"Task {n}", "activeForm": f"Doing task {n}"},
                 tool_response={"task": {"id": str(n)}},
+                permission_mode="acceptEdits",  # as in bash(): nothing new for the fast path
             )
         )
 

@@ -48,7 +48,7 @@ from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
 from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
 from todos import enforcer
-from todos.models import TodoRevision
+from todos.models import Todo, TodoRevision
 from todos.schemas import TodoItem
 from todos.services import (
     check_strict_policy,
@@ -310,6 +310,8 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         change: TodoChange = lambda current: [item.as_wire() for item in todos]  # noqa: E731
     elif hook.tool_name == "TaskCreate":
         change = _task_create(hook)
+        await write(_subagent_task_created, owner=owner, hook=hook, change=change)
+        return {}
     else:
         change = _task_update(_validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
     await write(
@@ -333,8 +335,16 @@ def _task_create(hook: ToolHookInput) -> TodoChange:
         item["activeForm"] = task.activeForm
 
     def add(current: list[dict[str, str]]) -> list[dict[str, str]]:
-        if any(existing.get("id") == item["id"] for existing in current):
-            return current
+        for index, existing in enumerate(current):
+            if existing.get("id") == item["id"]:
+                # TaskCreated arrives first and carries no spinner text: add the model's own.
+                if task.activeForm and existing.get("activeForm") != task.activeForm:
+                    return [
+                        *current[:index],
+                        {**existing, "activeForm": task.activeForm},
+                        *current[index + 1 :],
+                    ]
+                return current
         return [*current, item]
 
     return add
@@ -362,6 +372,60 @@ def _task_update(update: TaskUpdateToolInput) -> TodoChange:
     return apply
 
 
+def _subagent_task_created(
+    *, owner: AbstractBaseUser, hook: ToolHookInput, change: TodoChange
+) -> Outcome[None]:
+    """A TaskCreate's own hook. When a subagent made the task, Claude Code 2.1.19x sent its
+    TaskCreated first without an agent_id, so it may be on the main agent's card: it moves."""
+    outcome = _todos_change(
+        owner=owner,
+        hook=hook,
+        change=change,
+        idempotency_key=hook.tool_use_id,
+        record_unchanged=False,
+    )
+    if hook.agent_id is None or hook.agent_id == hook.session_id:
+        return outcome
+    task_id = str(hook.tool_response["task"]["id"])
+    subject = hook.tool_input["subject"]
+    misplaced = Todo.objects.filter(
+        agent__session__session_id=hook.session_id,
+        agent__session__owner=owner,
+        agent__agent_id=hook.session_id,
+        external_id=task_id,
+        content=subject,
+    )
+    if not misplaced.exists():
+        return outcome
+    main = hook.model_copy(update={"agent_id": None, "agent_type": None})
+    moved = _todos_change(
+        owner=owner,
+        hook=main,
+        change=lambda current: [
+            item
+            for item in current
+            if not (item.get("id") == task_id and item["content"] == subject)
+        ],
+        idempotency_key=None,
+        record_unchanged=False,
+    )
+    return Outcome(None, outcome.changes.merge(moved.changes))
+
+
+def _task_holder(*, owner: AbstractBaseUser, session_id: str, task_id: str) -> str | None:
+    """The subagent whose list holds this task, when the session's main agent's does not."""
+    holders = set(
+        Todo.objects.filter(
+            agent__session__session_id=session_id,
+            agent__session__owner=owner,
+            external_id=task_id,
+        ).values_list("agent__agent_id", flat=True)
+    )
+    if not holders or session_id in holders:
+        return None
+    return min(holders)
+
+
 async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """TaskCreated / TaskCompleted keep the checklist in sync when the tool's own
     PostToolUse was missed; both are no-ops when the list already says so."""
@@ -379,15 +443,22 @@ async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Outpu
             for item in current
         ]
 
-    await write(
-        _todos_change,
-        owner=owner,
-        hook=hook,
-        change=apply,
-        idempotency_key=None,
-        record_unchanged=False,
-    )
+    await write(_task_event_change, owner=owner, hook=hook, task_id=task_id, change=apply)
     return {}
+
+
+def _task_event_change(
+    *, owner: AbstractBaseUser, hook: TaskEventInput, task_id: str, change: TodoChange
+) -> Outcome[None]:
+    # Claude Code 2.1.19x sends these without an agent_id even for a subagent's tasks: the
+    # task belongs to whichever agent's own TaskCreate reported it.
+    if hook.agent_id is None:
+        holder = _task_holder(owner=owner, session_id=hook.session_id, task_id=task_id)
+        if holder is not None:
+            hook = hook.model_copy(update={"agent_id": holder})
+    return _todos_change(
+        owner=owner, hook=hook, change=change, idempotency_key=None, record_unchanged=False
+    )
 
 
 def _todos_change(

@@ -185,6 +185,8 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     hook = _validate(HookInput, payload)
     if hook.hook_event_name in {"Stop", "SubagentStop"}:
         observed = await write(_record_event, owner=owner, hook=hook)
+        if observed.value is None:
+            return {}
         background = payload.get("background_tasks")
         # Held for the continuation countdown; the answer is {} on any failure.
         return await stop_hook_answer(
@@ -196,9 +198,21 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     return enforcer.additional_context(hook.hook_event_name, injection.text)
 
 
-def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int]:
+def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
+    if hook.hook_event_name == "SubagentStop" and not _agent_exists(owner=owner, hook=hook):
+        # A subagent the board never saw: `/compact` sends one (agent_type "") for a subagent
+        # that never started. Stopping what never ran adds no card.
+        return Outcome(None, Changes())
     resolved, changes = hook_observe(owner=owner, hook=hook, notify=True)
     return Outcome(resolved.agent.pk, changes)
+
+
+def _agent_exists(*, owner: AbstractBaseUser, hook: HookInput) -> bool:
+    return Agent.objects.filter(
+        session__session_id=hook.session_id,
+        session__owner=owner,
+        agent_id=hook.acting_agent_id,
+    ).exists()
 
 
 def _record_and_enforce(

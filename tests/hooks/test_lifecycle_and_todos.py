@@ -58,6 +58,16 @@ def test_a_subagent_gets_its_own_card_labelled_with_its_type_and_stops(hook):
     assert Agent.objects.get(agent_id=SESSION_ID).status == Agent.Status.RUNNING
 
 
+def test_the_subagent_stop_sent_by_compact_adds_no_phantom_card(hook):
+    hook(load_fixture("session_start.json"))
+    # /compact sends a SubagentStop (agent_type "") for a subagent that never started.
+    compacting = load_fixture("subagent_stop.json", agent_id="acompact0001", agent_type="")
+
+    assert hook(compacting).json() == {}
+
+    assert list(Agent.objects.values_list("agent_id", flat=True)) == [SESSION_ID]
+
+
 def test_session_end_ends_the_session_and_a_resume_brings_it_back(hook):
     hook(load_fixture("session_start.json"))
     hook(load_fixture("subagent_start.json"))

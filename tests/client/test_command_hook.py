@@ -119,10 +119,10 @@ def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
 
     code, stdout, stderr = hook.finish()
     assert code == 0, stderr
-    assert json.loads(stdout)["hookSpecificOutput"]["decision"] == {
-        "behavior": "deny",
-        "message": "Split it into two plans.",
-    }
+    decision = json.loads(stdout)["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert decision["message"].startswith("The reviewer did not approve the plan")
+    assert "Their feedback:\nSplit it into two plans.\n" in decision["message"]
 
 
 def test_a_decision_taken_while_the_server_was_down_is_not_lost(

@@ -117,12 +117,15 @@ async def test_a_rejection_denies_with_the_reviewers_feedback(board):
 
     await board.decide(plan, "reject", "Use CSS variables instead of a context.")
 
-    assert await answer(held) == {
-        "hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": {"behavior": "deny", "message": "Use CSS variables instead of a context."},
-        }
-    }
+    output = await answer(held)
+    assert output["hookSpecificOutput"]["hookEventName"] == "PermissionRequest"
+    decision = output["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    # The model reads that the plan was rejected, then the feedback, then what to do next.
+    message = decision["message"]
+    assert message.startswith("The reviewer did not approve the plan")
+    assert "Their feedback:\nUse CSS variables instead of a context.\n" in message
+    assert message.endswith("Rework the plan with this in mind and submit it again.")
     session = await Session.objects.aget(session_id=SESSION_ID)
     assert session.permission_mode == "plan"
 
@@ -178,9 +181,8 @@ async def test_the_same_request_delivered_twice_waits_on_one_plan(board):
     await board.decide(plan, "reject", "Too big; split it.")
 
     for held in (first, second):
-        assert (await answer(held))["hookSpecificOutput"]["decision"]["message"] == (
-            "Too big; split it."
-        )
+        message = (await answer(held))["hookSpecificOutput"]["decision"]["message"]
+        assert "Their feedback:\nToo big; split it.\n" in message
     assert await Plan.objects.acount() == 1
 
 
@@ -288,6 +290,7 @@ async def test_many_held_requests_wait_at_once_and_each_gets_its_own_answer(boar
     for n, task in enumerate(held):
         decision = (await answer(task))["hookSpecificOutput"]["decision"]
         if n % 2:
-            assert decision == {"behavior": "deny", "message": f"No to {n}."}
+            assert decision["behavior"] == "deny"
+            assert f"Their feedback:\nNo to {n}.\n" in decision["message"]
         else:
             assert decision["updatedInput"]["plan"] == f"# Plan {n}\n\nDo step {n}.\n"

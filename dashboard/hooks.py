@@ -46,7 +46,13 @@ from dashboard.services import (
 from dashboard.waiting import stop_hook_answer, wait_for_decision
 from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
-from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
+from planmode.services import (
+    PlanChange,
+    plan_expire,
+    plan_state,
+    plan_submit,
+    plans_answered_elsewhere,
+)
 from todos import enforcer
 from todos.models import Todo, TodoRevision
 from todos.schemas import TodoItem
@@ -76,6 +82,10 @@ LIFECYCLE_EVENTS = frozenset(
     }
 )
 TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+# Events that do not tell that an agent moved on from a plan waiting for a reviewer: Claude Code
+# sends them while its own prompt and the held hook both wait (or as it exits: the held request
+# then closes and the plan expires).
+NOT_MOVING_ON = frozenset({"PermissionRequest", "Notification", "SessionEnd"})
 # Other events that only matter to the continuation enforcer: every tool use is a step for the
 # todo reminders, and an API error starts its cooldown.
 ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"})
@@ -302,6 +312,8 @@ def hook_observe(
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
+    if agent.awaiting_plan and event not in NOT_MOVING_ON:
+        changes.merge(plans_answered_elsewhere(agent=agent))
     return resolved, changes
 
 

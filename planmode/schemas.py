@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, StrictStr
 
-PlanStatusName = Literal["pending", "approved", "rejected", "withdrawn", "expired"]
+PlanStatusName = Literal[
+    "pending", "approved", "rejected", "withdrawn", "expired", "answered_in_terminal"
+]
 
 
 class PlanSubmitIn(BaseModel):

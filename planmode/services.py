@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from dashboard.changes import Changes
 from dashboard.errors import ServiceError
-from dashboard.models import PermissionMode, Session
+from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
 from planmode.models import Decision, ModeAfter, Plan, PlanStatus
 
@@ -165,6 +165,9 @@ def plan_submit(
             request_hash=request_hash,
         )
         agent_touch(agent=agent)
+        if source != Plan.Source.IMPORT and not agent.awaiting_plan:
+            Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
+            agent.awaiting_plan = True
         Session.objects.filter(pk=agent.session.pk).update(permission_mode=PermissionMode.PLAN)
         agent.session.permission_mode = PermissionMode.PLAN
         # A plan can be the first sign of an agent: its card and overview row appear too.
@@ -179,6 +182,11 @@ def _already_decided(plan: Plan) -> ServiceError:
         text = f"{who} already {plan.status} this plan at {when}"
     elif plan.status == PlanStatus.WITHDRAWN:
         text = "This plan was replaced by a newer revision before anyone decided"
+    elif plan.status == PlanStatus.ANSWERED_IN_TERMINAL:
+        text = (
+            "This plan was answered in the agent's terminal before anyone decided here, and "
+            "the agent has moved on"
+        )
     else:
         text = f"This plan is already {plan.status}"
     return ServiceError(
@@ -236,6 +244,22 @@ def plan_decide(
     return PlanChange(plan, _changes(decided=[plan]))
 
 
+def plans_answered_elsewhere(*, agent: Agent) -> Changes:
+    """The agent moved on while a plan of its waited for a reviewer: Claude Code shows its own
+    prompt beside the held hook, and the developer answered there first. Those plans become
+    answered in the terminal (their held hooks are let go with nothing to say, later decisions
+    are refused), so a late click can never change a session that went its own way."""
+    pending = list(
+        Plan.objects.select_related("session", "agent", "agent__session", "decided_by").filter(
+            agent=agent, status=PlanStatus.PENDING
+        )
+    )
+    Agent.objects.filter(pk=agent.pk).update(awaiting_plan=False)
+    agent.awaiting_plan = False
+    answered = [plan for plan in pending if _finish(plan, outcome=PlanStatus.ANSWERED_IN_TERMINAL)]
+    return _changes(decided=answered) if answered else Changes()
+
+
 def plan_expire(*, plan_id: int) -> PlanChange:
     """Nobody decided in time (a held hook gave up): pending becomes expired; else nothing.
 
@@ -290,6 +314,11 @@ def plan_message(plan: Plan) -> str:
         return (
             "This plan was replaced by a newer revision from the same agent before anyone "
             "decided; only the newest revision will be decided."
+        )
+    if plan.status == PlanStatus.ANSWERED_IN_TERMINAL:
+        return (
+            "This plan was answered in your terminal before a reviewer decided on the board; "
+            "go on as you were told there."
         )
     if plan.status == PlanStatus.EXPIRED:
         return (

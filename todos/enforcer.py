@@ -279,9 +279,9 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> In
 
 
 _QUIET_STEP_STATE = """
-    SELECT a.status, a.agent_type, a.last_seen_at, s.id, s.owner_id, s.permission_mode,
-           s.ended_at, s.cwd, s.last_seen_at, t.id, t.steps_since_write, t.steps_since_reminder,
-           t.current_flags, t.seen_step_keys, t.held_flags,
+    SELECT a.status, a.agent_type, a.last_seen_at, a.awaiting_plan, s.id, s.owner_id,
+           s.permission_mode, s.ended_at, s.cwd, s.last_seen_at, t.id, t.steps_since_write,
+           t.steps_since_reminder, t.current_flags, t.seen_step_keys, t.held_flags,
            EXISTS (
                SELECT 1 FROM todos_continuation c WHERE c.agent_id = a.id AND c.status = %s
            )
@@ -340,6 +340,7 @@ def quiet_step(
             status,
             known_type,
             agent_seen,
+            awaiting_plan,
             session_pk,
             session_owner,
             mode,
@@ -373,6 +374,7 @@ def quiet_step(
             or (cwd and not known_cwd)
             or counting
             or news
+            or awaiting_plan
         ):
             return False
         if key in seen_keys:

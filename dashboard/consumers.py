@@ -30,12 +30,13 @@ from dashboard.frames import (
 )
 from dashboard.models import Session, hash_token
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.waiting import expire_if_abandoned
 from dashboard.watch import Waiter, watch_for
 from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
 from planmode.selectors import plan_for_owner
-from planmode.services import plan_expire, plan_state, plan_submit
+from planmode.services import plan_expire, plan_state, plan_submit, plan_watched
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.services import todo_list_replace
@@ -283,6 +284,8 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 raise
             if state["status"] != "pending":
                 self._unwatch_plan(plan_pk)
+            elif isinstance(frame, WatchPlanFrame):
+                await write(plan_watched, plan_id=plan_pk)
             result = {**state, "review_url": self._review_url(plan_pk)}
             await self._send_json({"type": "ack", "id": frame.id, "result": result})
 
@@ -313,8 +316,12 @@ class AgentConsumer(AsyncWebsocketConsumer):
             watch_for().discard(plan_pk, heard)
 
     async def disconnect(self, code: int) -> None:
-        for plan_pk in list(getattr(self, "watched_plans", ())):
+        waited = list(getattr(self, "watched_plans", ()))
+        for plan_pk in waited:
             self._unwatch_plan(plan_pk)
+        # Claude Code kills a waiting command hook without a word: unless its socket comes
+        # back for these plans, they expire.
+        expire_if_abandoned(waited)
         if getattr(self, "token_group", None):
             await self.channel_layer.group_discard(self.token_group, self.channel_name)
 

@@ -261,3 +261,7 @@ if AGENTBOARD_DECISION_RESYNC_SECONDS <= 0:
 # On SIGTERM / Ctrl+C the server stops taking connections, answers every held hook (`{}`, so
 # agents fall back to their terminal) and waits this long for requests in flight, then exits.
 AGENTBOARD_STOP_GRACE_SECONDS = envfloat("AGENTBOARD_STOP_GRACE_SECONDS", 5.0)
+
+# An agent socket waiting on a plan closed (a killed `agentboard hook`, a lost network): if no
+# socket watches the plan again within this time, nobody waits for it and it expires.
+AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = envfloat("AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS", 15.0)

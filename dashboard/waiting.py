@@ -15,12 +15,13 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from dashboard import live
 from dashboard.watch import watch_for
 from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
-from planmode.services import plan_state
+from planmode.services import plan_expire_unless_watched, plan_state
 from todos import enforcer
 from todos.models import Continuation
 
@@ -88,6 +89,31 @@ async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> No
                 task.cancel()
     finally:
         await layer.group_discard(group, channel)
+
+
+# Strong references: the event loop keeps only weak ones to the tasks it runs.
+_abandon_checks: set[asyncio.Task[None]] = set()
+
+
+def expire_if_abandoned(plan_ids: list[int]) -> None:
+    """A socket waiting on these plans closed: after the reconnect grace, each one that no
+    socket (of any process) watched again expires, so the board stops showing it as waiting."""
+    watch = watch_for()
+    if not plan_ids or watch.stopping.is_set():
+        return  # a stopping server closed the socket: the agent reconnects to the next one
+    since = timezone.now()
+
+    async def check() -> None:
+        await asyncio.sleep(settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS)
+        for plan_id in plan_ids:
+            try:
+                await write(plan_expire_unless_watched, plan_id=plan_id, since=since)
+            except Exception:
+                logger.exception("could not expire plan %s after its socket went away", plan_id)
+
+    task = asyncio.get_running_loop().create_task(check())
+    _abandon_checks.add(task)
+    task.add_done_callback(_abandon_checks.discard)
 
 
 async def stop_hook_answer(

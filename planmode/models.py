@@ -64,6 +64,8 @@ class Plan(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
+    # When an agent socket last began waiting on it (a reconnecting `agentboard hook`).
+    watched_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices)
     # None when absent, so the unique constraint only covers keys that were sent.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -258,6 +259,23 @@ def plans_answered_elsewhere(*, agent: Agent) -> Changes:
     agent.awaiting_plan = False
     answered = [plan for plan in pending if _finish(plan, outcome=PlanStatus.ANSWERED_IN_TERMINAL)]
     return _changes(decided=answered) if answered else Changes()
+
+
+def plan_watched(*, plan_id: int) -> None:
+    """An agent socket (re)started waiting on this plan."""
+    Plan.objects.filter(pk=plan_id, status=PlanStatus.PENDING).update(watched_at=timezone.now())
+
+
+def plan_expire_unless_watched(*, plan_id: int, since: datetime) -> PlanChange:
+    """The socket that waited on this plan closed at `since`: unless a socket (of any server
+    process) has watched it again since, nobody waits for it any more and it expires. Claude
+    Code kills a command hook without a word, so its socket closing is all the server hears."""
+    watched = Plan.objects.filter(
+        pk=plan_id, status=PlanStatus.PENDING, watched_at__gte=since
+    ).exists()
+    if watched:
+        return PlanChange(Plan(pk=plan_id))
+    return plan_expire(plan_id=plan_id)
 
 
 def plan_expire(*, plan_id: int) -> PlanChange:

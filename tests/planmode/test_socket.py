@@ -332,6 +332,49 @@ async def test_the_overview_row_says_a_plan_is_waiting(token, reviewer):
     await browser.disconnect()
 
 
+async def plan_status(plan_id: int) -> str:
+    return (await Plan.objects.aget(pk=plan_id)).status
+
+
+async def test_a_plan_whose_socket_went_away_for_good_expires_after_the_grace(token, settings):
+    settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = 0.2
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+
+    # Killed without a word, as Claude Code kills a command hook.
+    await agent.disconnect()
+
+    assert await plan_status(plan_id) == "pending"
+    for _ in range(100):
+        if await plan_status(plan_id) == "expired":
+            break
+        await asyncio.sleep(0.05)
+    assert await plan_status(plan_id) == "expired"
+
+
+async def test_a_socket_that_comes_back_in_time_keeps_its_plan_waiting(token, settings):
+    settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = 0.5
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+    await agent.disconnect()
+
+    again = await agent_socket(token)
+    await again.send_json_to({"type": "watch_plan", "id": "w", "plan_id": plan_id})
+    assert (await again.receive_json_from(timeout=5))["result"]["status"] == "pending"
+    await asyncio.sleep(1.0)
+
+    assert await plan_status(plan_id) == "pending"
+    await again.disconnect()
+    # Gone for good this time.
+    for _ in range(100):
+        if await plan_status(plan_id) == "expired":
+            break
+        await asyncio.sleep(0.05)
+    assert await plan_status(plan_id) == "expired"
+
+
 async def test_an_agent_that_stops_waiting_expires_its_plan(token, reviewer):
     agent = await agent_socket(token)
     await agent.send_json_to(exit_plan_mode())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -73,6 +74,47 @@ SECRET_KEY = _secret_key()
 DEBUG = envbool("AGENTBOARD_DEBUG", False)
 ALLOWED_HOSTS = envlist("AGENTBOARD_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("AGENTBOARD_CSRF_TRUSTED_ORIGINS", [])
+
+
+def _public_url(value: str) -> str:
+    """The dashboard's address for links given to agents, e.g. https://board.example.com."""
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if not (
+        port_ok
+        and parts.scheme in {"http", "https"}
+        and parts.hostname
+        and parts.username is None
+        and parts.path in {"", "/"}
+        and not parts.query
+        and not parts.fragment
+    ):
+        raise ImproperlyConfigured(
+            "AGENTBOARD_PUBLIC_URL must be an http(s) address without a path, such as "
+            f"https://board.example.com, not {value!r}."
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# Links handed to agents (a plan's review_url) use this address when it is set; otherwise the
+# request's Host header, and only when that is one of ALLOWED_HOSTS. The dashboard is reachable
+# there, so its host is allowed and its origin trusted.
+AGENTBOARD_PUBLIC_URL = _public_url(os.environ.get("AGENTBOARD_PUBLIC_URL", ""))
+if AGENTBOARD_PUBLIC_URL:
+    _public_host = urlsplit(AGENTBOARD_PUBLIC_URL).hostname or ""
+    ALLOWED_HOSTS.append(f"[{_public_host}]" if ":" in _public_host else _public_host)
+    CSRF_TRUSTED_ORIGINS.append(AGENTBOARD_PUBLIC_URL)
+
+# On only when a reverse proxy is the sole way in and sets X-Forwarded-For and
+# X-Forwarded-Proto itself: anyone can send those headers, so they count only then.
+AGENTBOARD_TRUSTED_PROXY = envbool("AGENTBOARD_TRUSTED_PROXY", False)
+if AGENTBOARD_TRUSTED_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",

@@ -1,5 +1,5 @@
-"""Who may talk to the dashboard: the browser socket's origin check and links built from
-request headers."""
+"""Who may talk to the dashboard and what browsers are told: the browser socket's origin check,
+links built from request headers, and the headers every response carries."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from asgiref.sync import iscoroutinefunction
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, HttpResponse
 from django.http.request import is_same_domain, split_domain_port, validate_host
+from django.utils.decorators import sync_and_async_middleware
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -96,3 +100,50 @@ class BrowserOriginValidator:
             await WebsocketDenier()(scope, receive, send)
             return
         await self.application(scope, receive, send)
+
+
+def content_security_policy(request: HttpRequest) -> str:
+    """No inline script or style anywhere; scripts, styles and sockets from this host only."""
+    try:
+        host = request.get_host()
+    except DisallowedHost:  # the 400 page for a Host that is not ours
+        host = ""
+    # Older Safari does not count ws:// and wss:// of the same host as 'self'.
+    sockets = f" ws://{host} wss://{host}" if host else ""
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{sockets}; object-src 'none'; frame-ancestors 'none'; "
+        "base-uri 'self'; form-action 'self'"
+    )
+
+
+def _with_security_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    # Every answer shows someone's sessions and plans or one token's data: no browser or
+    # proxy cache may keep it (views that set their own Cache-Control keep it).
+    if "Cache-Control" not in response:
+        response["Cache-Control"] = "private, no-store"
+    is_html = response.get("Content-Type", "").startswith("text/html")
+    if is_html and "Content-Security-Policy" not in response:
+        response["Content-Security-Policy"] = content_security_policy(request)
+    # Over HTTPS the login and CSRF cookies must never leak onto plain http; over plain http
+    # (the embedded default) a Secure cookie would not come back and login would fail.
+    if request.is_secure():
+        for cookie in response.cookies.values():
+            cookie["secure"] = True
+    return response
+
+
+@sync_and_async_middleware
+def security_headers(get_response: Callable) -> Callable:
+    """Cache-Control, Content-Security-Policy and Secure cookies on every dynamic response."""
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return _with_security_headers(request, await get_response(request))
+
+    else:
+
+        def middleware(request: HttpRequest) -> HttpResponse:
+            return _with_security_headers(request, get_response(request))
+
+    return middleware

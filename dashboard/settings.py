@@ -136,6 +136,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
+    # After the static files (they keep their own caching), before the session and CSRF
+    # middleware (so it sees their cookies).
+    "dashboard.security.security_headers",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -241,6 +244,9 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Sent only on HTTPS responses (behind a trusted proxy that says so); 0 turns it off. Cookies
+# are marked Secure on those responses too (dashboard.security), never over plain http.
+SECURE_HSTS_SECONDS = envint("AGENTBOARD_HSTS_SECONDS", 31_536_000)
 
 # Largest accepted request body (HTTP API, hooks) and socket frame, in bytes.
 AGENTBOARD_MAX_BODY_BYTES = envint("AGENTBOARD_MAX_BODY_BYTES", 256 * 1024)

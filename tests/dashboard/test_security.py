@@ -1,5 +1,5 @@
 """Security hardening as a reviewer, an agent or an attacker meets it: who may open the board
-socket and which links agents are handed."""
+socket, which links agents are handed, and what browsers are told to do with pages and cookies."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ import sys
 
 import pytest
 
+from planmode.models import Plan
+from tests.conftest import parse_html, todo, write_todos
+from tests.domain import plan_submit
 from tests.liveserver import ROOT, server_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SESSION = "sess-secure"
+TABLE_PLAN = "# Exports\n\n| step | minutes |\n|:--|--:|\n| stream rows | 20 |\n"
 
 
 # --- the browser board socket only opens for our own pages ------------------------------------
@@ -159,3 +163,93 @@ def test_a_public_url_that_is_not_a_plain_address_stops_the_server_at_startup(va
     )
     assert result.returncode != 0
     assert "AGENTBOARD_PUBLIC_URL must be an http(s) address without a path" in result.stderr
+
+
+# --- what browsers are told -------------------------------------------------------------------
+
+
+@pytest.fixture
+def pages(user, reviewer) -> dict[str, str]:
+    """Every kind of page, with content: a board with a progress bar, a plan with a table."""
+    write_todos(user, SESSION, SESSION, [todo("Stream rows", "completed"), todo("Drop file")])
+    plan = plan_submit(
+        owner=user,
+        session_id=SESSION,
+        agent_id=SESSION,
+        plan=TABLE_PLAN,
+        plan_file_path=None,
+        source=Plan.Source.API,
+    )
+    return {
+        "overview": "/",
+        "board": f"/sessions/{SESSION}/",
+        "plan queue": "/plans/",
+        "plan review": f"/plans/{plan.pk}/",
+        "admin": "/admin/",
+        "admin form": f"/admin/auth/user/{user.pk}/change/",
+        "API docs": "/api/v1/docs",
+        "not found": "/sessions/nope/",
+    }
+
+
+def test_every_page_forbids_inline_script_and_style_and_framing(client, reviewer, pages):
+    client.force_login(reviewer)
+    for name, path in {"login": "/accounts/login/", **pages}.items():
+        policy = client.get(path)["Content-Security-Policy"]
+        directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+        assert directives["script-src"] == "'self'", name
+        assert directives["style-src"] == "'self'", name
+        assert directives["frame-ancestors"] == "'none'", name
+        assert directives["connect-src"] == "'self' ws://testserver wss://testserver", name
+
+
+def test_our_pages_carry_no_inline_script_or_style_attribute(client, reviewer, pages):
+    client.force_login(reviewer)
+    for name in ("overview", "board", "plan queue", "plan review"):
+        page = parse_html(client.get(pages[name]).content)
+        elements = list(page.iter())
+        assert not [e.attrs for e in elements if "style" in e.attrs], name
+        assert not [e for e in elements if e.tag == "style"], name
+        inline = [e for e in elements if e.tag == "script" and not e.attrs.get("src")]
+        assert all(e.attrs.get("type") == "application/json" for e in inline), name
+        assert not [e.attrs for e in elements if any(a.startswith("on") for a in e.attrs)], name
+
+
+def test_the_progress_bar_shows_its_share_without_a_style_attribute(client, reviewer, pages):
+    client.force_login(reviewer)
+    card = parse_html(client.get(pages["board"]).content).find("article", cls="card")
+    assert card.find(cls="bar-fill").attrs["width"] == "50"
+
+
+def test_pages_and_api_answers_are_kept_by_no_cache(client, reviewer, pages, agent_api):
+    client.force_login(reviewer)
+    for name in ("overview", "board", "plan review", "not found"):
+        assert client.get(pages[name])["Cache-Control"] == "private, no-store", name
+    answer = agent_api.get_todos(SESSION, SESSION)
+    assert answer["Cache-Control"] == "private, no-store"
+    assert "no-store" not in client.get("/static/css/agentboard.css")["Cache-Control"]
+
+
+def test_over_https_cookies_are_secure_and_browsers_are_told_to_stay_on_https(client, user):
+    page = client.get("/accounts/login/", secure=True)
+    assert page.cookies["csrftoken"]["secure"]
+    assert page["Strict-Transport-Security"] == "max-age=31536000"
+
+    logged_in = client.post(
+        "/accounts/login/", {"username": "dana", "password": "a-long-password-1"}, secure=True
+    )
+    assert logged_in.status_code == 302
+    assert logged_in.cookies["sessionid"]["secure"]
+
+
+def test_over_plain_http_cookies_are_not_secure_so_login_still_works(client, user):
+    page = client.get("/accounts/login/")
+    assert not page.cookies["csrftoken"]["secure"]
+    assert "Strict-Transport-Security" not in page
+
+    logged_in = client.post(
+        "/accounts/login/", {"username": "dana", "password": "a-long-password-1"}
+    )
+    assert logged_in.status_code == 302
+    assert not logged_in.cookies["sessionid"]["secure"]
+    assert client.get("/").status_code == 200

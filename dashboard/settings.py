@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -125,6 +126,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "channels",
     "django_htmx",
     "ninja",
@@ -146,6 +148,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -221,6 +224,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
+# Login throttling (django-axes, counted in the database so every server process agrees): after
+# this many failed logins for one account, or from one address, logins are refused until the
+# lockout has passed since the last failed attempt.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("AGENTBOARD_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envfloat("AGENTBOARD_LOGIN_LOCKOUT_MINUTES", 15))
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
+    raise ImproperlyConfigured(
+        "AGENTBOARD_LOGIN_FAILURE_LIMIT and AGENTBOARD_LOGIN_LOCKOUT_MINUTES must be positive."
+    )
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_CALLABLE = "dashboard.views.login_locked_out"
+# The client's address: daphne has already put the proxy's X-Forwarded-For there when
+# AGENTBOARD_TRUSTED_PROXY is on, and ignores the header otherwise.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -272,7 +295,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTBOARD_LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},
+        # Failed logins and lockouts are warnings; the rest of what axes says is noise.
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # Keeping agents on track (todo reminders and the continuation enforcer).

@@ -1,18 +1,27 @@
 """Security hardening as a reviewer, an agent or an attacker meets it: who may open the board
-socket, which links agents are handed, and what browsers are told to do with pages and cookies."""
+socket, which links agents are handed, what browsers are told to do with pages and cookies, and
+login throttling."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import timedelta
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode
 
 import pytest
+from axes.models import AccessAttempt
+from django.utils import timezone
 
 from planmode.models import Plan
 from tests.conftest import parse_html, todo, write_todos
 from tests.domain import plan_submit
-from tests.liveserver import ROOT, server_env
+from tests.liveserver import ROOT, LiveServer, server_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,3 +262,170 @@ def test_over_plain_http_cookies_are_not_secure_so_login_still_works(client, use
     assert logged_in.status_code == 302
     assert not logged_in.cookies["sessionid"]["secure"]
     assert client.get("/").status_code == 200
+
+
+# --- login throttling -------------------------------------------------------------------------
+
+
+def log_in(client, username: str, password: str, address: str = "127.0.0.1", path: str = ""):
+    return client.post(
+        path or "/accounts/login/",
+        {"username": username, "password": password},
+        REMOTE_ADDR=address,
+    )
+
+
+def test_forty_wrong_passwords_and_then_the_right_one_does_not_log_in(client, user):
+    for _ in range(40):
+        log_in(client, "dana", "guess")
+
+    response = log_in(client, "dana", "a-long-password-1")
+
+    assert response.status_code == 429
+    page = parse_html(response.content)
+    assert page.find("h1").text() == "Login paused"
+    assert page.find(role="alert").text() == (
+        "Too many failed logins for this account or from this address: "
+        "wait 15 minutes, then try again."
+    )
+    assert "axes_reset_username" in page.text()
+    assert client.get("/").status_code == 302
+
+
+def test_a_few_wrong_passwords_do_not_stop_the_right_one(client, user):
+    for _ in range(9):
+        assert log_in(client, "dana", "guess").status_code == 200
+
+    assert log_in(client, "dana", "a-long-password-1").status_code == 302
+
+
+def test_an_account_is_locked_whatever_address_the_guesses_come_from(client, user):
+    for number in range(10):
+        log_in(client, "dana", "guess", address=f"203.0.113.{number}")
+
+    assert log_in(client, "dana", "a-long-password-1", address="198.51.100.7").status_code == 429
+
+
+def test_an_address_is_locked_whatever_accounts_it_guesses(client, user, other_user):
+    for number in range(10):
+        log_in(client, f"someone-{number}", "guess", address="203.0.113.9")
+
+    assert log_in(client, "dana", "a-long-password-1", address="203.0.113.9").status_code == 429
+    assert log_in(client, "ana", "a-long-password-2", address="198.51.100.7").status_code == 302
+
+
+def test_the_admin_login_is_throttled_too(client, reviewer):
+    for _ in range(10):
+        log_in(client, "lead", "guess", path="/admin/login/")
+
+    response = log_in(client, "lead", "a-long-password-3", path="/admin/login/")
+    assert response.status_code == 429
+    assert b"Login paused" in response.content
+
+
+def test_after_the_wait_the_right_password_logs_in_again(client, user):
+    for _ in range(10):
+        log_in(client, "dana", "guess")
+    assert log_in(client, "dana", "a-long-password-1").status_code == 429
+
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=16))
+
+    assert log_in(client, "dana", "a-long-password-1").status_code == 302
+
+
+# --- real servers: proxy headers, and a lockout every process honours -------------------------
+
+
+class _KeepRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+@dataclass
+class Answer:
+    status: int
+    cookies: SimpleCookie
+    hsts: str
+    body: str
+
+
+def fetch(
+    server: LiveServer, path: str, headers: dict[str, str], form: dict[str, str] | None = None
+) -> Answer:
+    """One request as a browser behind (or pretending to be behind) a proxy would send it."""
+    request = urllib.request.Request(
+        server.url + path,
+        data=urlencode(form).encode() if form is not None else None,
+        headers=headers,
+    )
+    opener = urllib.request.build_opener(_KeepRedirects)
+    try:
+        with opener.open(request, timeout=10) as response:
+            status, answer, body = response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        status, answer, body = error.code, error.headers, error.read()
+    cookies = SimpleCookie()
+    for header in answer.get_all("Set-Cookie") or []:
+        cookies.load(header)
+    return Answer(status, cookies, answer.get("Strict-Transport-Security", ""), body.decode())
+
+
+def try_login(server: LiveServer, username: str, password: str, headers: dict[str, str]) -> int:
+    """The login form filled in and sent: 302 logged in, 200 refused, 429 locked out."""
+    page = fetch(server, "/accounts/login/", headers)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body).group(1)
+    cookie = f"csrftoken={page.cookies['csrftoken'].value}"
+    form = {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    return fetch(server, "/accounts/login/", {**headers, "Cookie": cookie}, form).status
+
+
+def test_without_a_trusted_proxy_forwarded_headers_are_ignored_and_a_lockout_holds_everywhere(
+    server_factory,
+):
+    env = {"AGENTBOARD_LOGIN_FAILURE_LIMIT": "3"}
+    first = server_factory(env=env)
+    second = server_factory(shared_with=first, env=env)
+
+    page = fetch(first, "/accounts/login/", {"X-Forwarded-Proto": "https"})
+    assert page.hsts == ""
+    assert not page.cookies["csrftoken"]["secure"]
+
+    # Made-up client addresses do not spread the guesses over several addresses.
+    guesses = [
+        try_login(first, f"someone-{n}", "guess", {"X-Forwarded-For": f"203.0.113.{n}"})
+        for n in range(3)
+    ]
+    assert guesses == [200, 200, 429]
+
+    # The lockout is in the database: the other server process refuses the right password too.
+    elsewhere = {"X-Forwarded-For": "198.51.100.7"}
+    assert try_login(second, second.username, second.password, elsewhere) == 429
+
+
+def test_behind_a_trusted_proxy_https_and_the_client_address_come_from_its_headers(
+    server_factory,
+):
+    server = server_factory(
+        env={
+            "AGENTBOARD_TRUSTED_PROXY": "1",
+            "AGENTBOARD_PUBLIC_URL": "https://board.example.com",
+            "AGENTBOARD_LOGIN_FAILURE_LIMIT": "3",
+        }
+    )
+
+    def proxied(address: str) -> dict[str, str]:
+        return {
+            "Host": "board.example.com",
+            "Origin": "https://board.example.com",
+            "X-Forwarded-For": address,
+            "X-Forwarded-Proto": "https",
+        }
+
+    page = fetch(server, "/accounts/login/", proxied("203.0.113.9"))
+    assert page.hsts == "max-age=31536000"
+    assert page.cookies["csrftoken"]["secure"]
+
+    guesses = [try_login(server, f"someone-{n}", "guess", proxied("203.0.113.9")) for n in range(3)]
+    assert guesses == [200, 200, 429]
+    assert try_login(server, server.username, server.password, proxied("203.0.113.9")) == 429
+    assert try_login(server, server.username, server.password, proxied("198.51.100.7")) == 302

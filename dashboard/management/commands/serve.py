@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
@@ -30,9 +31,12 @@ class Command(BaseCommand):
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
-        CommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--proxy-headers", "dashboard.asgi:application"]
-        )
+        arguments = ["--bind", host, "--port", str(port)]
+        if settings.AGENTBOARD_TRUSTED_PROXY:
+            # Client address and scheme from X-Forwarded-For/-Proto: anyone could send those,
+            # so they count only when a proxy in front sets them.
+            arguments.append("--proxy-headers")
+        CommandLineInterface().run([*arguments, "dashboard.asgi:application"])
 
     def _bootstrap(self, *, host: str, port: int) -> None:
         """On the very first start: a reviewer account and an agent token, printed once."""

@@ -1,6 +1,6 @@
 """Security hardening as a reviewer, an agent or an attacker meets it: who may open the board
-socket, which links agents are handed, what browsers are told to do with pages and cookies, and
-login throttling."""
+socket, which links agents are handed, what browsers are told to do with pages and cookies,
+login throttling, and decisions that stay on record."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ import pytest
 from axes.models import AccessAttempt
 from django.utils import timezone
 
-from planmode.models import Plan
+from dashboard.models import Session
+from planmode.models import Decision, Plan
 from tests.conftest import parse_html, todo, write_todos
-from tests.domain import plan_submit
+from tests.domain import plan_decide, plan_submit
 from tests.liveserver import ROOT, LiveServer, server_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -429,3 +430,52 @@ def test_behind_a_trusted_proxy_https_and_the_client_address_come_from_its_heade
     assert guesses == [200, 200, 429]
     assert try_login(server, server.username, server.password, proxied("203.0.113.9")) == 429
     assert try_login(server, server.username, server.password, proxied("198.51.100.7")) == 302
+
+
+# --- decisions stay on record -----------------------------------------------------------------
+
+
+@pytest.fixture
+def decided_plan(user, reviewer) -> Plan:
+    plan = plan_submit(
+        owner=user,
+        session_id=SESSION,
+        agent_id=SESSION,
+        plan=TABLE_PLAN,
+        plan_file_path=None,
+        source=Plan.Source.API,
+    )
+    return plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=False, feedback="Smaller.")
+
+
+def test_a_superuser_cannot_delete_a_decision_or_a_plan_in_the_admin(
+    client, reviewer, decided_plan
+):
+    client.force_login(reviewer)
+    decision = Decision.objects.get()
+
+    for path in (
+        f"/admin/planmode/decision/{decision.pk}/delete/",
+        f"/admin/planmode/plan/{decided_plan.pk}/delete/",
+    ):
+        assert client.post(path, {"post": "yes"}).status_code == 403, path
+    client.post(
+        "/admin/planmode/plan/",
+        {"action": "delete_selected", "_selected_action": [decided_plan.pk], "post": "yes"},
+    )
+
+    assert (Plan.objects.count(), Decision.objects.count()) == (1, 1)
+
+
+def test_deleting_a_session_in_the_admin_cannot_take_its_decisions_along(
+    client, reviewer, decided_plan
+):
+    client.force_login(reviewer)
+    session = Session.objects.get()
+
+    page = client.get(f"/admin/dashboard/session/{session.pk}/delete/")
+    response = client.post(f"/admin/dashboard/session/{session.pk}/delete/", {"post": "yes"})
+
+    assert "permission to delete the following types of objects" in page.content.decode()
+    assert response.status_code == 403
+    assert (Session.objects.count(), Plan.objects.count(), Decision.objects.count()) == (1, 1, 1)

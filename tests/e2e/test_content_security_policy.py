@@ -78,13 +78,18 @@ def test_no_page_breaks_the_content_security_policy(agentboard_server, watched_p
     # The progress bar and the plan's table keep their look without inline style.
     page.goto(f"{server.url}/sessions/{SESSION}/")
     page.wait_for_selector("#connection[data-state=live]")
-    track, fill = page.locator(".card .bar").first.evaluate(
-        "bar => [bar, bar.querySelector('.bar-fill')].map(e => e.getBoundingClientRect().width)"
+    # Measured in one call: the socket's snapshot may replace the card at any moment.
+    track, fill = page.evaluate(
+        "() => ['.card .bar', '.card .bar-fill']"
+        ".map(selector => document.querySelector(selector).getBoundingClientRect().width)"
     )
     assert track > 50 and fill == pytest.approx(track / 2, abs=1)
     page.goto(f"{server.url}/plans/{plan_id}/")
-    minutes = page.locator(".plan-body td").nth(1)
-    assert minutes.evaluate("cell => getComputedStyle(cell).textAlign") == "right"
+    page.wait_for_selector("#connection[data-state=live]")
+    alignment = page.evaluate(
+        "() => getComputedStyle(document.querySelectorAll('.plan-body td')[1]).textAlign"
+    )
+    assert alignment == "right"
 
     for name, path in {
         "admin": "/admin/",

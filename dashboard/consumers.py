@@ -29,6 +29,7 @@ from dashboard.frames import (
     WatchPlanFrame,
 )
 from dashboard.models import Session, hash_token
+from dashboard.security import public_url, scope_header, scope_is_secure
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.waiting import expire_if_abandoned
 from dashboard.watch import Waiter, watch_for
@@ -329,10 +330,11 @@ class AgentConsumer(AsyncWebsocketConsumer):
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))
 
     def _review_url(self, plan_pk: int) -> str:
-        host = dict(self.scope.get("headers", [])).get(b"host", b"").decode("latin-1")
-        scheme = "https" if self.scope.get("scheme") == "wss" else "http"
-        path = reverse("plan-review", args=[plan_pk])
-        return f"{scheme}://{host}{path}" if host else path
+        return public_url(
+            reverse("plan-review", args=[plan_pk]),
+            host=scope_header(self.scope, b"host"),
+            secure=scope_is_secure(self.scope),
+        )
 
     async def _send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload))

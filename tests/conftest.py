@@ -220,12 +220,13 @@ async def open_socket():
     communicators: list[WebsocketCommunicator] = []
 
     async def open_(path: str, headers: dict[str, str] | None = None):
+        # Every real client sends a Host header; the server of BROWSER_ORIGIN is the default.
+        sent = {"host": BROWSER_ORIGIN.removeprefix("http://")}
+        sent.update({name.lower(): value for name, value in (headers or {}).items()})
         communicator = WebsocketCommunicator(
             application,
             path,
-            headers=[
-                (name.lower().encode(), value.encode()) for name, value in (headers or {}).items()
-            ],
+            headers=[(name.encode(), value.encode()) for name, value in sent.items()],
         )
         communicators.append(communicator)
         accepted, _ = await communicator.connect(timeout=5)
@@ -351,11 +352,13 @@ def server_factory(tmp_path) -> Iterator:
                 database["url"], database["name"] = create_database(os.environ["DATABASE_URL"])
             database_url = database["url"]
         if shared_with is not None:
-            # Same SQLite file and secret key when there is no PostgreSQL.
-            shutil.copy(Path(shared_with.env["AGENTBOARD_DATA_DIR"]) / "secret_key", data_dir)
+            shared_dir = Path(shared_with.env["AGENTBOARD_DATA_DIR"])
             if database_url is None:
+                # Without PostgreSQL: the same data folder (SQLite file and secret key).
                 data_dir.rmdir()
-                data_dir = Path(shared_with.env["AGENTBOARD_DATA_DIR"])
+                data_dir = shared_dir
+            else:
+                shutil.copy(shared_dir / "secret_key", data_dir)
         port = free_port()
         server = LiveServer(
             url=f"http://127.0.0.1:{port}",

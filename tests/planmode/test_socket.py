@@ -37,7 +37,7 @@ async def agent_socket(token: str) -> WebsocketCommunicator:
     communicator = WebsocketCommunicator(
         websocket_application,
         "/ws/agent/",
-        headers=[(b"authorization", f"Bearer {token}".encode()), (b"host", b"board.test")],
+        headers=[(b"authorization", f"Bearer {token}".encode()), (b"host", b"localhost:8000")],
     )
     connected, _ = await communicator.connect()
     assert connected
@@ -69,7 +69,7 @@ async def test_exit_plan_mode_is_acked_with_the_pending_plan_state(token):
     assert reply["type"] == "ack" and reply["id"] == "f1"
     assert reply["result"]["id"] == plan.pk
     assert (reply["result"]["revision"], reply["result"]["status"]) == (1, "pending")
-    assert reply["result"]["review_url"] == f"http://board.test/plans/{plan.pk}/"
+    assert reply["result"]["review_url"] == f"http://localhost:8000/plans/{plan.pk}/"
     assert plan.source == "socket" and plan.plan_file_path == "/home/dev/.claude/plans/paging.md"
     await agent.disconnect()
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
@@ -37,17 +38,13 @@ class Command(BaseCommand):
         class Daphne(CommandLineInterface):
             server_class = AgentboardServer
 
+        arguments = ["--bind", host, "--port", str(port)]
+        if settings.AGENTBOARD_TRUSTED_PROXY:
+            # Client address and scheme from X-Forwarded-For/-Proto: anyone could send those,
+            # so they count only when a proxy in front sets them.
+            arguments.append("--proxy-headers")
         try:
-            Daphne().run(
-                [
-                    "--bind",
-                    host,
-                    "--port",
-                    str(port),
-                    "--proxy-headers",
-                    "dashboard.asgi:application",
-                ]
-            )
+            Daphne().run([*arguments, "dashboard.asgi:application"])
         finally:
             # Everything answered has been committed; finish anything queued after it.
             writer.stop()

@@ -6,6 +6,7 @@ from django.urls import reverse
 from ninja import Router
 from ninja.responses import Status
 
+from dashboard.security import public_url
 from dashboard.writer import write
 from planmode import selectors, services
 from planmode.models import Plan
@@ -40,7 +41,9 @@ async def plan_submit(
         idempotency_key=idempotency_key(request),
     )
     plan = submitted.plan
-    review_url = request.build_absolute_uri(reverse("plan-review", args=[plan.pk]))
+    review_url = public_url(
+        reverse("plan-review", args=[plan.pk]), host=request.get_host(), secure=request.is_secure()
+    )
     body = {
         "id": plan.pk,
         "revision": plan.revision,

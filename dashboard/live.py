@@ -98,6 +98,11 @@ class ContinuationResolved(TypedDict):
 _render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentboard-render")
 
 
+def drain(timeout: float = 10) -> None:
+    """Return once the renders queued so far are done (tests)."""
+    _render_executor.submit(lambda: None).result(timeout)
+
+
 def close_connection() -> None:
     """Close the render thread's database connection (tests, shutdown)."""
     from django.db import connections

@@ -65,6 +65,20 @@ def db(transactional_db) -> None:
     a test's data must be committed to be seen there: every database test is transactional."""
 
 
+@pytest.fixture(autouse=True)
+def renders_finished_before_the_flush(request):
+    """A test may end while the render thread still reads what it wrote (the publisher's
+    coalesced flush). On PostgreSQL a join running beside the test's TRUNCATE can deadlock with
+    it, so the database test waits for queued renders first (set up after the database, so
+    torn down before its flush)."""
+    if request.node.get_closest_marker("django_db") or "transactional_db" in request.fixturenames:
+        request.getfixturevalue("_django_db_helper")
+    yield
+    from dashboard import live
+
+    live.drain()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def writer_and_render_connections_closed(django_db_setup):
     """The writer and render threads keep their connections open, and so does asgiref's shared

@@ -1,0 +1,417 @@
+"""A scripted stand-in for the Anthropic Messages API, to drive the real Claude Code CLI.
+
+A test hands the server a script: the assistant turns its agent's model should produce, in
+order (text, tool calls). Each request of the agent loop (one that offers tools) takes the next
+turn; everything else the CLI asks on the side (session titles, quota probes, topic checks,
+Bash command prefixes) gets a short plain answer and leaves the script alone. When the script
+runs out, the model says "Done." and ends its turn.
+
+Every request body is recorded, so a test can assert what the model received: a tool result,
+an injected reminder, a continuation prompt arriving as a user turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+Block = dict[str, Any]
+# A tool input, or a function building it from the request being answered (e.g. a path the
+# CLI named in its system reminder).
+ToolInput = dict[str, Any] | Callable[["Request"], dict[str, Any]]
+_ids = itertools.count(1)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{next(_ids):04d}{time.monotonic_ns() % 10**8:08d}"
+
+
+@dataclass
+class Turn:
+    """One assistant message: text and tool calls, streamed as the real API streams them."""
+
+    blocks: list[Block]
+    # Only a request matching this takes the turn (e.g. one from a subagent); others wait.
+    when: Callable[[Request], bool] | None = None
+
+    @property
+    def stop_reason(self) -> str:
+        return "tool_use" if any(b["type"] == "tool_use" for b in self.blocks) else "end_turn"
+
+    def for_request(self, request: Request) -> Turn:
+        """The turn with every tool input that is a function built for this request."""
+        blocks = [
+            {**b, "input": b["input"](request)} if callable(b.get("input")) else b
+            for b in self.blocks
+        ]
+        return Turn(blocks, self.when)
+
+    @property
+    def tool_use_ids(self) -> list[str]:
+        return [b["id"] for b in self.blocks if b["type"] == "tool_use"]
+
+
+def say(text: str) -> Turn:
+    return Turn([{"type": "text", "text": text}])
+
+
+def tool(name: str, tool_input: ToolInput, *, text: str | None = None) -> Turn:
+    """A turn calling one tool (optionally after a sentence of text)."""
+    return tools((name, tool_input), text=text)
+
+
+def tools(*calls: tuple[str, ToolInput], text: str | None = None) -> Turn:
+    """A turn calling several tools at once."""
+    blocks: list[Block] = [{"type": "text", "text": text}] if text else []
+    for name, tool_input in calls:
+        blocks.append(
+            {"type": "tool_use", "id": _new_id("toolu"), "name": name, "input": tool_input}
+        )
+    return Turn(blocks)
+
+
+@dataclass
+class Request:
+    """One request the CLI made, as received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    scripted: bool = False
+    answered_with: Turn | None = None
+
+    @property
+    def system_text(self) -> str:
+        system = self.body.get("system") or ""
+        if isinstance(system, list):
+            return "\n".join(str(part.get("text", "")) for part in system if isinstance(part, dict))
+        return str(system)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.get("name", "") for t in self.body.get("tools") or [] if isinstance(t, dict)]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.body.get("messages") or []
+
+    def texts(self) -> list[str]:
+        """Every text in the request: the system prompt and all messages, in order."""
+        return [self.system_text] + [
+            text for message in self.messages for text in _texts(message.get("content"))
+        ]
+
+    def user_texts(self) -> list[str]:
+        """Every text the model received in user turns: prompts, tool results, reminders."""
+        return [
+            text
+            for message in self.messages
+            if message.get("role") == "user"
+            for text in _texts(message.get("content"))
+        ]
+
+
+def _texts(content: Any) -> Iterator[str]:
+    if isinstance(content, str):
+        yield content
+        return
+    for block in content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            yield str(block.get("text", ""))
+        elif block.get("type") == "tool_result":
+            yield from _texts(block.get("content"))
+
+
+def is_agent_loop(body: dict[str, Any]) -> bool:
+    """A request of an agent's own loop (main agent or subagent) offers tools and streams.
+
+    Side requests (titles, quota probes, topic checks, Bash prefix checks) offer none."""
+    return bool(body.get("tools")) and bool(body.get("stream")) and bool(body.get("messages"))
+
+
+@dataclass
+class ModelServer:
+    host: str = "127.0.0.1"
+    script: list[Turn] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    # Pause between streamed events; a little makes the CLI's rendering realistic.
+    event_delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Condition()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    # --- life -------------------------------------------------------------------------------
+
+    def start(self) -> ModelServer:
+        server = self
+
+        class Handler(_Handler):
+            model = server
+
+        self._httpd = ThreadingHTTPServer((self.host, 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://{self.host}:{self._httpd.server_address[1]}"
+
+    # --- scripting ----------------------------------------------------------------------------
+
+    def add(self, *turns: Turn) -> None:
+        with self._lock:
+            self.script.extend(turns)
+
+    def next_turn(self, request: Request) -> Turn:
+        with self._lock:
+            for index, turn in enumerate(self.script):
+                if turn.when is None or turn.when(request):
+                    return self.script.pop(index)
+        return say("Done.")
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self.script)
+
+    # --- what the model received -------------------------------------------------------------
+
+    def record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+            self._lock.notify_all()
+
+    @property
+    def loop_requests(self) -> list[Request]:
+        with self._lock:
+            return [r for r in self.requests if r.scripted]
+
+    def tool_result(self, tool_use_id: str) -> str | None:
+        """The text of the tool result the CLI sent back for one of our tool calls."""
+        for request in self.loop_requests:
+            for message in request.messages:
+                content = message.get("content")
+                if message.get("role") != "user" or not isinstance(content, list):
+                    continue
+                for block in content:
+                    if (
+                        isinstance(block, dict)
+                        and block.get("type") == "tool_result"
+                        and block.get("tool_use_id") == tool_use_id
+                    ):
+                        return "\n".join(_texts(block.get("content")))
+        return None
+
+    def wait_for(self, predicate: Callable[[ModelServer], Any], timeout: float, what: str) -> Any:
+        """Wait until `predicate(self)` is truthy (checked on every new request) and return it."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                value = predicate(self)
+                if value:
+                    return value
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"The model server never saw {what} in {timeout} s.")
+                self._lock.wait(min(remaining, 0.5))
+
+    def log(self) -> str:
+        """Every request in one line each, for assertion messages."""
+        lines = []
+        for index, request in enumerate(self.requests):
+            body = request.body
+            last = request.messages[-1] if request.messages else {}
+            last_text = " | ".join(_texts(last.get("content")))[:160].replace("\n", " ")
+            lines.append(
+                f"{index:3} {request.method} {request.path} model={body.get('model')} "
+                f"tools={len(body.get('tools') or [])} scripted={request.scripted} "
+                f"last={last_text!r}"
+            )
+        return "\n".join(lines)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    model: ModelServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _read_body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {"_raw": raw.decode(errors="replace")}
+        return body if isinstance(body, dict) else {"_raw": body}
+
+    def do_GET(self) -> None:
+        self._record({})
+        path = urlsplit(self.path).path
+        if path.startswith("/v1/models"):
+            self._json(200, {"data": [], "has_more": False, "first_id": None, "last_id": None})
+        else:
+            self._json(
+                404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}}
+            )
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = self._read_body()
+        path = urlsplit(self.path).path
+        request = self._record(body)
+        if path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": 1000})
+            return
+        if path != "/v1/messages":
+            self._json(200, {})
+            return
+        if is_agent_loop(body):
+            request.scripted = True
+            turn = self.model.next_turn(request)
+        else:
+            turn = say("OK")
+        turn = turn.for_request(request)
+        request.answered_with = turn
+        if body.get("stream"):
+            self._stream(body, turn)
+        else:
+            self._json(200, _message(body, turn, streamed=False))
+
+    def _record(self, body: dict[str, Any]) -> Request:
+        request = Request(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            scripted=False,
+        )
+        self.model.record(request)
+        return request
+
+    def _json(self, status: int, data: Any) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.send_header("request-id", _new_id("req"))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _stream(self, body: dict[str, Any], turn: Turn) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.send_header("request-id", _new_id("req"))
+        self.end_headers()
+        self.close_connection = True
+        for event, data in _events(body, turn):
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+            if self.model.event_delay:
+                time.sleep(self.model.event_delay)
+
+
+def _usage(output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": 100,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _message(body: dict[str, Any], turn: Turn, *, streamed: bool) -> dict[str, Any]:
+    return {
+        "id": _new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model") or "claude-scripted",
+        "content": [] if streamed else turn.blocks,
+        "stop_reason": None if streamed else turn.stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(1 if streamed else 10),
+    }
+
+
+def _events(body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield "message_start", {"type": "message_start", "message": _message(body, turn, streamed=True)}
+    for index, block in enumerate(turn.blocks):
+        if block["type"] == "text":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": block["text"]},
+                },
+            )
+        else:
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    },
+                },
+            )
+            # Split in two like the real API's partial JSON.
+            raw = json.dumps(block["input"])
+            middle = len(raw) // 2
+            for part in (raw[:middle], raw[middle:]):
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": part},
+                    },
+                )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": turn.stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": 10},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}

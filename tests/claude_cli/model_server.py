@@ -1,10 +1,14 @@
 """A scripted stand-in for the Anthropic Messages API, to drive the real Claude Code CLI.
 
-A test hands the server a script: the assistant turns its agent's model should produce, in
-order (text, tool calls). Each request of the agent loop (one that offers tools) takes the next
-turn; everything else the CLI asks on the side (session titles, quota probes, topic checks,
-Bash command prefixes) gets a short plain answer and leaves the script alone. When the script
-runs out, the model says "Done." and ends its turn.
+A test hands the server a script: the assistant turns its agents' models should produce, in
+order (text, tool calls). Each request of an agent loop (one that offers tools) takes the next
+turn meant for it (`Turn.when`, e.g. `started_with(marker)` for a subagent's own loop);
+everything else the CLI asks on the side (session titles, quota probes, auto-mode checks) gets a
+short plain answer and leaves the script alone. When nothing is left for a request, the model
+says "Done." and ends its turn.
+
+Like a real model, a turn calling a tool the CLI has deferred (offered by name only, newer
+versions) first loads it with ToolSearch; the turn itself follows on the next request.
 
 Every request body is recorded, so a test can assert what the model received: a tool result,
 an injected reminder, a continuation prompt arriving as a user turn.
@@ -42,6 +46,10 @@ class Turn:
     when: Callable[[Request], bool] | None = None
 
     @property
+    def tool_names(self) -> list[str]:
+        return [b["name"] for b in self.blocks if b["type"] == "tool_use"]
+
+    @property
     def stop_reason(self) -> str:
         return "tool_use" if any(b["type"] == "tool_use" for b in self.blocks) else "end_turn"
 
@@ -77,6 +85,12 @@ def tools(*calls: tuple[str, ToolInput], text: str | None = None) -> Turn:
     return Turn(blocks)
 
 
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool
+
+
 @dataclass
 class Request:
     """One request the CLI made, as received."""
@@ -109,6 +123,11 @@ class Request:
             text for message in self.messages for text in _texts(message.get("content"))
         ]
 
+    def last_user_texts(self) -> list[str]:
+        """The texts of the newest user turn: what the CLI added since the model last spoke."""
+        last = next((m for m in reversed(self.messages) if m.get("role") == "user"), {})
+        return list(_texts(last.get("content")))
+
     def user_texts(self) -> list[str]:
         """Every text the model received in user turns: prompts, tool results, reminders."""
         return [
@@ -132,6 +151,17 @@ def _texts(content: Any) -> Iterator[str]:
             yield from _texts(block.get("content"))
 
 
+def started_with(marker: str) -> Callable[[Request], bool]:
+    """Requests of the conversation whose first user message contains `marker`: the main
+    agent's loop (its prompt) or a subagent's (the prompt it was given)."""
+
+    def matches(request: Request) -> bool:
+        first = next((m for m in request.messages if m.get("role") == "user"), None)
+        return first is not None and any(marker in text for text in _texts(first.get("content")))
+
+    return matches
+
+
 def is_agent_loop(body: dict[str, Any]) -> bool:
     """A request of an agent's own loop (main agent or subagent) offers tools and streams.
 
@@ -150,6 +180,7 @@ class ModelServer:
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
         self._httpd: ThreadingHTTPServer | None = None
+        self._searched: set[int] = set()
 
     # --- life -------------------------------------------------------------------------------
 
@@ -183,10 +214,18 @@ class ModelServer:
 
     def next_turn(self, request: Request) -> Turn:
         with self._lock:
-            for index, turn in enumerate(self.script):
-                if turn.when is None or turn.when(request):
-                    return self.script.pop(index)
-        return say("Done.")
+            turn = next((t for t in self.script if t.when is None or t.when(request)), None)
+            if turn is None:
+                return say("Done.")
+            missing = [name for name in turn.tool_names if name not in request.tool_names]
+            if missing and "ToolSearch" in request.tool_names and id(turn) not in self._searched:
+                # Searched once per turn: if the tool still is not offered, the call itself
+                # goes out and the CLI's own error shows what is wrong.
+                self._searched.add(id(turn))
+                query = "select:" + ",".join(dict.fromkeys(missing))
+                return tool("ToolSearch", {"query": query, "max_results": 5})
+            self.script.remove(turn)
+            return turn
 
     @property
     def remaining(self) -> int:
@@ -205,8 +244,9 @@ class ModelServer:
         with self._lock:
             return [r for r in self.requests if r.scripted]
 
-    def tool_result(self, tool_use_id: str) -> str | None:
-        """The text of the tool result the CLI sent back for one of our tool calls."""
+    def tool_result(self, turn: Turn) -> ToolResult | None:
+        """What the CLI sent back for the (first) tool call of one of our turns."""
+        tool_use_id = turn.tool_use_ids[0]
         for request in self.loop_requests:
             for message in request.messages:
                 content = message.get("content")
@@ -218,8 +258,15 @@ class ModelServer:
                         and block.get("type") == "tool_result"
                         and block.get("tool_use_id") == tool_use_id
                     ):
-                        return "\n".join(_texts(block.get("content")))
+                        return ToolResult(
+                            text="\n".join(_texts(block.get("content"))),
+                            is_error=bool(block.get("is_error")),
+                        )
         return None
+
+    def received(self, text: str) -> list[Request]:
+        """The agent-loop requests in which the model was shown `text` (anywhere)."""
+        return [r for r in self.loop_requests if any(text in t for t in r.texts())]
 
     def wait_for(self, predicate: Callable[[ModelServer], Any], timeout: float, what: str) -> Any:
         """Wait until `predicate(self)` is truthy (checked on every new request) and return it."""

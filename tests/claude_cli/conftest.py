@@ -1,0 +1,369 @@
+"""The real Claude Code CLI against a real Agentboard server and a scripted model.
+
+Each test gets a pinned Claude Code version (both supported ones, by parametrisation), a
+scripted model server, and `connect(board)`: a temporary project whose hooks
+`agentboard install-hooks` pointed at the board, with its own HOME so nothing of the machine's
+own Claude Code setup takes part.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.claude_cli.install import VERSIONS, InstallFailed, install
+from tests.claude_cli.model_server import ModelServer, ToolResult, Turn
+from tests.liveserver import ROOT, LiveServer
+
+# Any key will do for the scripted model; the CLI only asks that one is set (and approved).
+API_KEY = "sk-ant-api03-agentboard-scripted-model-key"
+RUN_TIMEOUT = 90
+WAIT = 30
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
+    """Poll `check` until it returns something truthy, and return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Gave up after {timeout} s waiting for {what}.")
+        time.sleep(0.1)
+
+
+def wait_until_or_none(check: Callable[[], T], timeout: float) -> T | None:
+    try:
+        return wait_until(check, "", timeout)
+    except AssertionError:
+        return None
+
+
+# --- Claude Code itself ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaudeCode:
+    version: str
+    path: Path
+
+
+_installs: dict[str, Path | str] = {}
+
+
+@pytest.fixture(params=VERSIONS, ids=[f"claude-{v}" for v in VERSIONS])
+def claude_code(request) -> ClaudeCode:
+    version = request.param
+    if version not in _installs:
+        try:
+            _installs[version] = install(version)
+        except InstallFailed as error:
+            _installs[version] = str(error)
+    found = _installs[version]
+    if isinstance(found, str):
+        pytest.skip(f"Claude Code {version} is not available: {found}")
+    return ClaudeCode(version=version, path=found)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    server = ModelServer().start()
+    yield server
+    server.stop()
+
+
+# --- the project, its hooks and one run of the CLI ------------------------------------------
+
+
+def _agentboard_command(bin_dir: Path) -> None:
+    """`agentboard` as the README installs it, but running this checkout's code."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "agentboard"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"PYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} "
+        '-m dashboard.client "$@"\n'
+    )
+    script.chmod(0o755)
+
+
+@dataclass
+class Project:
+    """A project directory with Agentboard's hooks, and how to run Claude Code in it."""
+
+    claude: ClaudeCode
+    board: LiveServer
+    model: ModelServer
+    directory: Path
+    home: Path
+    env: dict[str, str]
+    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    outputs: list[str] = field(default_factory=list)
+    window: Terminal | None = None
+
+    def command(self, *args: str) -> list[str]:
+        return [str(self.claude.path), "--session-id", self.session_id, *args]
+
+    def run(self, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
+        """`claude -p` (print mode) to the end; returns what it printed."""
+        started = self.start(prompt, *args, env=env)
+        try:
+            stdout, stderr = started.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            started.kill()
+            stdout, stderr = started.communicate()
+            self.outputs.append(stdout + stderr)
+            raise AssertionError(f"claude -p ran over {RUN_TIMEOUT} s.\n{self.report()}") from None
+        self.outputs.append(stdout + stderr)
+        assert started.returncode == 0, f"claude -p exited {started.returncode}.\n{self.report()}"
+        return stdout
+
+    def start(
+        self, prompt: str, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        """`claude -p` in the background (Bash is allowed for `true`)."""
+        return subprocess.Popen(
+            self.command("-p", prompt, "--allowedTools", "Bash", *args),
+            cwd=self.directory,
+            env=self.env | (env or {}),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def terminal(self, prompt: str, *args: str, env: dict[str, str] | None = None) -> Terminal:
+        """The interactive CLI in a tmux window, started with `prompt` as its first message."""
+        if shutil.which("tmux") is None:
+            pytest.skip("The interactive Claude Code tests need tmux (apt-get install tmux).")
+        self.window = Terminal(
+            self.command(*args, prompt),
+            env=self.env | (env or {}),
+            cwd=self.directory,
+            work_dir=self.home.parent,
+        )
+        return self.window
+
+    def result_of(self, turn: Turn, timeout: float = WAIT) -> ToolResult:
+        """What the CLI sent the model back for the turn's tool call, once it has."""
+        try:
+            return self.model.wait_for(lambda m: m.tool_result(turn), timeout, "the tool result")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{self.report()}") from None
+
+    def report(self) -> str:
+        """What happened, for a failing assertion: CLI output, the model's requests, the
+        board's log."""
+        screen = self.window.screen() if self.window is not None and self.window.alive else ""
+        return (
+            f"--- Claude Code {self.claude.version} output\n{''.join(self.outputs)[-3000:]}\n"
+            f"--- terminal\n{screen}\n"
+            f"--- model requests\n{self.model.log()}\n"
+            f"--- Agentboard log (tail)\n{self.board.log()[-3000:]}"
+        )
+
+
+@pytest.fixture
+def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
+    """`connect(board)`: a project whose hooks report to `board`, ready to run Claude Code."""
+    projects: list[Project] = []
+
+    def connect_(board: LiveServer) -> Project:
+        directory = tmp_path / "project"
+        home = tmp_path / "home"
+        bin_dir = tmp_path / "bin"
+        directory.mkdir()
+        home.mkdir()
+        _agentboard_command(bin_dir)
+        env = {
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": str(home),
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "AGENTBOARD_TOKEN": board.token,
+            # Nothing leaves the machine but the calls to the scripted model.
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        subprocess.run(
+            ["agentboard", "install-hooks", "--project", str(directory), "--url", board.url],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        # A first start of the interactive CLI asks for a theme, whether to trust the folder
+        # and whether to use the key from the environment: all answered already.
+        (home / ".claude.json").write_text(
+            json.dumps(
+                {
+                    "hasCompletedOnboarding": True,
+                    "theme": "dark",
+                    "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+                    "projects": {
+                        str(directory): {
+                            "hasTrustDialogAccepted": True,
+                            "hasCompletedProjectOnboarding": True,
+                            "allowedTools": [],
+                        }
+                    },
+                }
+            )
+        )
+        project = Project(
+            claude=claude_code, board=board, model=model, directory=directory, home=home, env=env
+        )
+        projects.append(project)
+        return project
+
+    yield connect_
+    for project in projects:
+        if project.window is not None:
+            project.window.close()
+
+
+# --- the interactive CLI in tmux ------------------------------------------------------------
+
+
+class Terminal:
+    """One tmux server of its own (so nothing else on the machine is touched) with one window."""
+
+    def __init__(self, command: list[str], *, env: dict[str, str], cwd: Path, work_dir: Path):
+        self.socket = f"agentboard-test-{secrets.token_hex(4)}"
+        script = work_dir / f"{self.socket}.sh"
+        # The window stays after the CLI exits, so a failure still shows its last screen.
+        script.write_text(
+            "#!/bin/sh\n"
+            + "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+            + f"cd {shlex.quote(str(cwd))}\n"
+            + f"{shlex.join(command)}\n"
+            + 'echo "[claude exited with $?]"\nexec sleep 600\n'
+        )
+        script.chmod(0o755)
+        self.alive = True
+        self._tmux("new-session", "-d", "-x", "160", "-y", "50", str(script))
+
+    def _tmux(self, *args: str) -> str:
+        result = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        return result.stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p")
+
+    def wait_for(self, *texts: str, timeout: float = WAIT) -> str:
+        """The screen once it shows any of `texts`."""
+        return wait_until(
+            lambda: (lambda s: s if any(t in s for t in texts) else "")(self.screen()),
+            f"the terminal to show one of {texts}",
+            timeout,
+        )
+
+    def press(self, *keys: str) -> None:
+        self._tmux("send-keys", *keys)
+
+    def answer(self, key: str, done: Callable[[], object], what: str) -> None:
+        """Press `key` in a dialog until `done()`: newer versions ignore keys for a moment
+        after a dialog opens, so a single early press can be lost."""
+
+        def pressed() -> object:
+            self.press(key)
+            return wait_until_or_none(done, timeout=1.0)
+
+        wait_until(pressed, what)
+
+    def close(self) -> None:
+        if self.alive:
+            self._tmux("kill-server")
+            self.alive = False
+
+
+# --- the board as an agent and as the lead see it -------------------------------------------
+
+
+def board_get(board: LiveServer, path: str) -> Any:
+    """GET an agent API path with the token."""
+    request = urllib.request.Request(
+        board.url + path, headers={"Authorization": f"Bearer {board.token}"}
+    )
+    with urllib.request.urlopen(request, timeout=WAIT) as response:
+        return json.load(response)
+
+
+class Lead:
+    """The team lead, logged in to the board in a browser-like session (cookies, CSRF)."""
+
+    def __init__(self, board: LiveServer) -> None:
+        self.board = board
+        self.cookies = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
+        self.get("/accounts/login/")
+        status, _ = self.post(
+            "/accounts/login/", {"username": board.username, "password": board.password}
+        )
+        assert status == 200, f"The lead could not log in (HTTP {status})."
+
+    def _open(self, request: urllib.request.Request) -> tuple[int, str]:
+        try:
+            with self.opener.open(request, timeout=WAIT) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def get(self, path: str) -> str:
+        status, body = self._open(urllib.request.Request(self.board.url + path))
+        assert status == 200, f"GET {path} answered {status}."
+        return body
+
+    def post(self, path: str, fields: dict[str, str]) -> tuple[int, str]:
+        csrf = next(c.value for c in self.cookies if c.name == "csrftoken")
+        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": csrf}).encode()
+        return self._open(urllib.request.Request(self.board.url + path, data=data, method="POST"))
+
+    def pending_plan_ids(self) -> list[int]:
+        """The plans waiting in the review queue."""
+        return [int(pk) for pk in re.findall(r'data-pending-plan="(\d+)"', self.get("/plans/"))]
+
+    def decide(self, plan_id: int, action: str, text: str = "") -> int:
+        """Approve or reject on the review page; the HTTP status of the answer."""
+        status, _ = self.post(f"/plans/{plan_id}/decide/", {"action": action, "text": text})
+        return status
+
+    def countdown_ids(self, session_id: str) -> list[int]:
+        """The continuation countdowns showing a Cancel button on the session's board."""
+        status, page = self._open(
+            urllib.request.Request(f"{self.board.url}/sessions/{session_id}/")
+        )
+        if status == 404:  # the session's first hook has not arrived yet
+            return []
+        assert status == 200, f"The session's board answered {status}."
+        return [int(pk) for pk in re.findall(r"/continuations/(\d+)/cancel/", page)]

@@ -1,0 +1,391 @@
+"""The real Claude Code CLI, connected with `agentboard install-hooks`, on a real board.
+
+A scripted model plays the agent; every test runs against each supported Claude Code version
+and checks both ends: what the board shows, and what the model was told.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
+from todos.enforcer import continuation_prompt, reminder_text
+
+# Boards on which only the feature under test speaks to the model.
+QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
+TODOWRITE_ENV = {"CLAUDE_CODE_ENABLE_TASKS": "0"}  # TodoWrite instead of the Task tools
+
+PLAN = (
+    "# Rename the config loader\n\n"
+    "1. Rename `load` to `read_config`.\n"
+    "2. Update the callers and the tests.\n"
+)
+PLAN_FILE = re.compile(r"(/[^\s`'\"]+/\.claude/plans/[^\s`'\"]+\.md)")
+
+
+def todo(content: str, status: str, active_form: str) -> dict[str, str]:
+    return {"content": content, "status": status, "activeForm": active_form}
+
+
+def board_todos(board, session_id: str, agent_id: str | None = None) -> dict:
+    return board_get(board, f"/api/v1/sessions/{session_id}/agents/{agent_id or session_id}/todos")
+
+
+def shown(items: list[dict]) -> list[tuple[str, str, str | None]]:
+    return [(item["content"], item["status"], item.get("activeForm")) for item in items]
+
+
+def progress(completed: int, in_progress: int, pending: int) -> dict[str, int]:
+    total = completed + in_progress + pending
+    return {
+        "completed": completed,
+        "in_progress": in_progress,
+        "pending": pending,
+        "cancelled": 0,
+        "total": total,
+    }
+
+
+def create_task(subject: str, active_form: str) -> Turn:
+    return tool(
+        "TaskCreate",
+        {"subject": subject, "description": f"{subject}.", "activeForm": active_form},
+    )
+
+
+def update_task(model, created: Turn, status: str) -> Turn:
+    """TaskUpdate by the id the CLI gave the task (read from TaskCreate's result)."""
+
+    def task_input(request: Request) -> dict[str, str]:
+        result = model.tool_result(created)
+        assert result is not None, "TaskCreate had no result before the update."
+        number = re.search(r"#?(\d+)", result.text)
+        assert number, f"No task id in TaskCreate's result: {result.text!r}"
+        return {"taskId": number.group(1), "status": status}
+
+    return tool("TaskUpdate", task_input)
+
+
+def plan_file(request: Request) -> str:
+    """The plan file that the CLI's plan-mode reminder asks the model to write."""
+    for text in reversed(request.texts()):
+        found = PLAN_FILE.search(text)
+        if found:
+            return found.group(1)
+    raise AssertionError("The plan-mode reminder names no plan file.")
+
+
+def present_plan(model, markdown: str) -> Turn:
+    """Script a plan the way both versions ask for it: the plan file first, then ExitPlanMode
+    (which reads the file). Returns the ExitPlanMode turn."""
+    exit_plan_mode = tool("ExitPlanMode", {})
+    model.add(
+        tool("Write", lambda request: {"file_path": plan_file(request), "content": markdown}),
+        exit_plan_mode,
+    )
+    return exit_plan_mode
+
+
+def waiting_plan(lead: Lead) -> int:
+    return wait_until(lead.pending_plan_ids, "the plan in the review queue")[0]
+
+
+def plan_status(board, plan_id: int) -> str:
+    return board_get(board, f"/api/v1/plans/{plan_id}")["status"]
+
+
+def session(board, session_id: str) -> dict:
+    return board_get(board, f"/api/v1/sessions/{session_id}")
+
+
+# --- todo lists ------------------------------------------------------------------------------
+
+
+def test_todowrite_list_and_progress_show_on_the_board(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    first = [
+        todo("Run the tests", "in_progress", "Running the tests"),
+        todo("Fix the parser", "pending", "Fixing the parser"),
+        todo("Update the docs", "pending", "Updating the docs"),
+    ]
+    second = [
+        todo("Run the tests", "completed", "Running the tests"),
+        todo("Fix the parser", "in_progress", "Fixing the parser"),
+        todo("Update the docs", "pending", "Updating the docs"),
+    ]
+    write = tool("TodoWrite", {"todos": first})
+    model.add(
+        write,
+        tool("Bash", {"command": "true", "description": "Run the tests"}),
+        tool("TodoWrite", {"todos": second}),
+        say("Pausing here."),
+    )
+
+    project.run("Fix the parser bug.", env=TODOWRITE_ENV)
+
+    listed = board_todos(board, project.session_id)
+    assert shown(listed["todos"]) == shown(second), project.report()
+    assert listed["progress"] == progress(1, 1, 1)
+    result = model.tool_result(write)
+    assert result is not None and not result.is_error, project.report()
+
+
+def test_task_tools_list_and_progress_show_on_the_board(server_factory, connect, model):
+    """The Task tools are what both versions offer by default; on the newest they exist only
+    with the todo tools switched on, which install-hooks does in the settings."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    tests = create_task("Run the tests", "Running the tests")
+    parser = create_task("Fix the parser", "Fixing the parser")
+    docs = create_task("Update the docs", "Updating the docs")
+    model.add(
+        tests,
+        parser,
+        docs,
+        update_task(model, tests, "in_progress"),
+        update_task(model, tests, "completed"),
+        update_task(model, parser, "in_progress"),
+        say("Pausing here."),
+    )
+
+    project.run("Fix the parser bug.")
+
+    listed = board_todos(board, project.session_id)
+    assert shown(listed["todos"]) == [
+        ("Run the tests", "completed", "Running the tests"),
+        ("Fix the parser", "in_progress", "Fixing the parser"),
+        ("Update the docs", "pending", "Updating the docs"),
+    ], project.report()
+    assert listed["progress"] == progress(1, 1, 1)
+
+
+@pytest.mark.parametrize("todo_tools", ["TodoWrite", "Task tools"])
+def test_a_subagent_gets_its_own_card_with_its_own_list(server_factory, connect, model, todo_tools):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    subagent = started_with("SUBAGENT-TASK")
+    if todo_tools == "TodoWrite":
+        subagent_turns = [
+            tool(
+                "TodoWrite",
+                {
+                    "todos": [
+                        todo("Read the parser", "completed", "Reading the parser"),
+                        todo("Write the report", "in_progress", "Writing the report"),
+                    ]
+                },
+            )
+        ]
+    else:
+        read = create_task("Read the parser", "Reading the parser")
+        report = create_task("Write the report", "Writing the report")
+        subagent_turns = [
+            read,
+            report,
+            update_task(model, read, "completed"),
+            update_task(model, report, "in_progress"),
+        ]
+    launch = tool(
+        "Agent",
+        {
+            "description": "Survey the parser",
+            "prompt": "SUBAGENT-TASK: survey the parser and report back.",
+            "subagent_type": "general-purpose",
+            "run_in_background": False,
+        },
+    )
+    launch.when = started_with("Look into the parser")
+    for turn in [*subagent_turns, say("The parser is fine.")]:
+        turn.when = subagent
+        model.add(turn)
+    model.add(launch)
+
+    project.run("Look into the parser.", env=TODOWRITE_ENV if todo_tools == "TodoWrite" else None)
+
+    agents = session(board, project.session_id)["agents"]
+    subagents = [agent for agent in agents if not agent["main"]]
+    assert len(subagents) == 1, project.report()
+    card = subagents[0]
+    assert card["agent_type"] == "general-purpose"
+    assert shown(card["todos"]) == [
+        ("Read the parser", "completed", "Reading the parser"),
+        ("Write the report", "in_progress", "Writing the report"),
+    ], project.report()
+    assert card["progress"] == progress(1, 1, 0)
+    main = next(agent for agent in agents if agent["main"])
+    assert main["todos"] == [], project.report()
+
+
+def test_a_stale_list_reminder_reaches_the_model(server_factory, connect, model):
+    board = server_factory(
+        env={"AGENTBOARD_REMINDER_STEPS_SINCE_WRITE": "2", "AGENTBOARD_REMINDER_STEPS_BETWEEN": "1"}
+    )
+    project = connect(board)
+    working = [
+        todo("Run the tests", "in_progress", "Running the tests"),
+        todo("Fix the parser", "pending", "Fixing the parser"),
+    ]
+    step = {"command": "true", "description": "Look around"}
+    model.add(
+        tool("TodoWrite", {"todos": working}),
+        tool("Bash", step),
+        tool("Bash", step),
+        tool("Bash", step),
+        tool(
+            "TodoWrite",
+            {"todos": [{**item, "status": "completed"} for item in working]},
+        ),
+        say("Both are done."),
+    )
+
+    project.run("Fix the parser bug.", env=TODOWRITE_ENV)
+
+    reminders = [reminder_text(working, steps=steps) for steps in range(1, 5)]
+    assert any(model.received(text) for text in reminders), project.report()
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+
+def test_an_approved_plan_reaches_the_model_with_the_reviewers_notes(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    lead = Lead(board)
+    exit_plan_mode = present_plan(model, PLAN)
+    model.add(say("Starting on the plan."))
+
+    project.terminal("Plan the config loader rename.", "--permission-mode", "plan")
+    plan_id = waiting_plan(lead)
+    assert "read_config" in lead.get(f"/plans/{plan_id}/"), "The board shows another plan."
+    assert lead.decide(plan_id, "approve", "Keep the old name as an alias.") == 200
+
+    result = project.result_of(exit_plan_mode)
+    assert not result.is_error, project.report()
+    assert "approved" in result.text.lower() and "read_config" in result.text
+    model.wait_for(
+        lambda m: m.received("Keep the old name as an alias."), 30, "the reviewer's notes"
+    )
+    assert plan_status(board, plan_id) == "approved"
+    wait_until(
+        lambda: session(board, project.session_id)["permission_mode"] == "default",
+        "the session to leave plan mode",
+    )
+
+
+def test_a_rejected_plan_reaches_the_model_with_the_feedback(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    lead = Lead(board)
+    exit_plan_mode = present_plan(model, PLAN)
+    model.add(say("I will rework the plan."))
+
+    project.terminal("Plan the config loader rename.", "--permission-mode", "plan")
+    plan_id = waiting_plan(lead)
+    assert lead.decide(plan_id, "reject", "Add a step that keeps the old name working.") == 200
+
+    result = project.result_of(exit_plan_mode)
+    assert result.is_error, project.report()
+    assert "Add a step that keeps the old name working." in result.text
+    assert "rejected" in result.text.lower(), result.text
+    assert plan_status(board, plan_id) == "rejected"
+    project.window.wait_for("I will rework the plan.")
+    assert session(board, project.session_id)["permission_mode"] == "plan"
+
+
+def test_a_plan_answered_in_the_terminal_is_closed_on_the_board(server_factory, connect, model):
+    """The CLI asks in its terminal at the same time as the held hook asks the board; the
+    terminal answers first, so the board must show that and refuse a late decision."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    lead = Lead(board)
+    exit_plan_mode = present_plan(model, PLAN)
+    model.add(say("Starting on the plan."))
+
+    terminal = project.terminal("Plan the config loader rename.", "--permission-mode", "plan")
+    plan_id = waiting_plan(lead)
+    terminal.wait_for("Exit plan mode?", "Would you like to proceed?")
+    terminal.answer(
+        "Enter", lambda: model.tool_result(exit_plan_mode), "the terminal to take the answer"
+    )
+
+    result = project.result_of(exit_plan_mode)
+    assert "approved" in result.text.lower(), project.report()
+    wait_until(
+        lambda: plan_status(board, plan_id) == "answered_in_terminal",
+        "the plan to show it was answered in the terminal",
+        timeout=15,
+    )
+    assert lead.decide(plan_id, "approve") == 409
+
+
+# --- stopping with unfinished tasks ------------------------------------------------------------
+
+
+def test_an_agent_that_stops_early_is_continued_with_the_prompt(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "1"})
+    project = connect(board)
+    tests = create_task("Run the tests", "Running the tests")
+    parser = create_task("Fix the parser", "Fixing the parser")
+    model.add(
+        tests,
+        parser,
+        update_task(model, tests, "completed"),
+        say("Stopping for now."),
+        update_task(model, parser, "completed"),
+        say("Both are done."),
+    )
+
+    project.run("Fix the parser bug.")
+
+    expected = continuation_prompt(
+        [
+            {"content": "Run the tests", "status": "completed"},
+            {"content": "Fix the parser", "status": "pending"},
+        ]
+    )
+    continued = model.received(expected)
+    assert continued, project.report()
+    # It arrives as the newest user turn, right after the turn that stopped.
+    assert any(expected in text for text in continued[0].last_user_texts()), project.report()
+    assert model.loop_requests[-1].answered_with.blocks == say("Both are done.").blocks
+
+
+def test_a_cancelled_countdown_lets_the_agent_stop(server_factory, connect, model):
+    countdown = 60
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": str(countdown)})
+    project = connect(board)
+    lead = Lead(board)
+    model.add(
+        create_task("Run the tests", "Running the tests"),
+        create_task("Fix the parser", "Fixing the parser"),
+        say("Stopping for now."),
+    )
+
+    running = project.start("Fix the parser bug.")
+    try:
+        countdown_id = wait_until(
+            lambda: lead.countdown_ids(project.session_id), "the countdown on the board"
+        )[0]
+        cancelled_at = time.monotonic()
+        status, _ = lead.post(f"/continuations/{countdown_id}/cancel/", {})
+        assert status == 204
+        stdout, stderr = running.communicate(timeout=30)
+    except (AssertionError, subprocess.TimeoutExpired):
+        running.kill()
+        project.outputs.extend(running.communicate())
+        raise AssertionError(f"The cancelled agent did not stop.\n{project.report()}") from None
+    project.outputs.extend([stdout, stderr])
+
+    assert running.returncode == 0, project.report()
+    assert time.monotonic() - cancelled_at < countdown / 2
+    assert model.loop_requests[-1].answered_with.blocks == say("Stopping for now.").blocks, (
+        project.report()
+    )

@@ -12,7 +12,6 @@ import http.cookiejar
 import json
 import os
 import re
-import secrets
 import shlex
 import shutil
 import subprocess
@@ -251,11 +250,12 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
 
 
 class Terminal:
-    """One tmux server of its own (so nothing else on the machine is touched) with one window."""
+    """A tmux server of its own (its socket in the test's folder, so nothing else on the
+    machine is touched) with one window."""
 
     def __init__(self, command: list[str], *, env: dict[str, str], cwd: Path, work_dir: Path):
-        self.socket = f"agentboard-test-{secrets.token_hex(4)}"
-        script = work_dir / f"{self.socket}.sh"
+        self.socket = work_dir / "tmux.socket"
+        script = work_dir / "terminal.sh"
         # The window stays after the CLI exits, so a failure still shows its last screen.
         script.write_text(
             "#!/bin/sh\n"
@@ -270,7 +270,7 @@ class Terminal:
 
     def _tmux(self, *args: str) -> str:
         result = subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
+            ["tmux", "-S", str(self.socket), "-f", "/dev/null", *args],
             capture_output=True,
             text=True,
             timeout=20,

@@ -40,23 +40,23 @@ WAIT = 30
 T = TypeVar("T")
 
 
-def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
-    """Poll `check` until it returns something truthy, and return that."""
+def poll(check: Callable[[], T], timeout: float) -> T | None:
+    """Call `check` until it returns something truthy (returned) or `timeout` passes (None)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"Gave up after {timeout} s waiting for {what}.")
+            return None
         time.sleep(0.1)
 
 
-def wait_until_or_none(check: Callable[[], T], timeout: float) -> T | None:
-    try:
-        return wait_until(check, "", timeout)
-    except AssertionError:
-        return None
+def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
+    value = poll(check, timeout)
+    if not value:
+        raise AssertionError(f"Gave up after {timeout} s waiting for {what}.")
+    return value
 
 
 # --- Claude Code itself ---------------------------------------------------------------------
@@ -282,11 +282,12 @@ class Terminal:
 
     def wait_for(self, *texts: str, timeout: float = WAIT) -> str:
         """The screen once it shows any of `texts`."""
-        return wait_until(
-            lambda: (lambda s: s if any(t in s for t in texts) else "")(self.screen()),
-            f"the terminal to show one of {texts}",
-            timeout,
-        )
+
+        def showing() -> str:
+            screen = self.screen()
+            return screen if any(text in screen for text in texts) else ""
+
+        return wait_until(showing, f"the terminal to show one of {texts}", timeout)
 
     def press(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
@@ -297,7 +298,7 @@ class Terminal:
 
         def pressed() -> object:
             self.press(key)
-            return wait_until_or_none(done, timeout=1.0)
+            return poll(done, timeout=1.0)
 
         wait_until(pressed, what)
 

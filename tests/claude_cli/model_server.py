@@ -3,7 +3,7 @@
 A test hands the server a script: the assistant turns its agents' models should produce, in
 order (text, tool calls). Each request of an agent loop (one that offers tools) takes the next
 turn meant for it (`Turn.when`, e.g. `started_with(marker)` for a subagent's own loop);
-everything else the CLI asks on the side (session titles, quota probes, auto-mode checks) gets a
+everything else the CLI asks on the side (the session's title, auto mode's safety checks) gets a
 short plain answer and leaves the script alone. When nothing is left for a request, the model
 says "Done." and ends its turn.
 
@@ -128,15 +128,6 @@ class Request:
         last = next((m for m in reversed(self.messages) if m.get("role") == "user"), {})
         return list(_texts(last.get("content")))
 
-    def user_texts(self) -> list[str]:
-        """Every text the model received in user turns: prompts, tool results, reminders."""
-        return [
-            text
-            for message in self.messages
-            if message.get("role") == "user"
-            for text in _texts(message.get("content"))
-        ]
-
 
 def _texts(content: Any) -> Iterator[str]:
     if isinstance(content, str):
@@ -165,7 +156,7 @@ def started_with(marker: str) -> Callable[[Request], bool]:
 def is_agent_loop(body: dict[str, Any]) -> bool:
     """A request of an agent's own loop (main agent or subagent) offers tools and streams.
 
-    Side requests (titles, quota probes, topic checks, Bash prefix checks) offer none."""
+    Side requests (the session's title, auto mode's safety checks) offer none."""
     return bool(body.get("tools")) and bool(body.get("stream")) and bool(body.get("messages"))
 
 
@@ -174,8 +165,6 @@ class ModelServer:
     host: str = "127.0.0.1"
     script: list[Turn] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
-    # Pause between streamed events; a little makes the CLI's rendering realistic.
-    event_delay: float = 0.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -226,11 +215,6 @@ class ModelServer:
                 return tool("ToolSearch", {"query": query, "max_results": 5})
             self.script.remove(turn)
             return turn
-
-    @property
-    def remaining(self) -> int:
-        with self._lock:
-            return len(self.script)
 
     # --- what the model received -------------------------------------------------------------
 
@@ -322,11 +306,6 @@ class _Handler(BaseHTTPRequestHandler):
                 404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}}
             )
 
-    def do_HEAD(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
     def do_POST(self) -> None:
         body = self._read_body()
         path = urlsplit(self.path).path
@@ -380,8 +359,6 @@ class _Handler(BaseHTTPRequestHandler):
         for event, data in _events(body, turn):
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
-            if self.model.event_delay:
-                time.sleep(self.model.event_delay)
 
 
 def _usage(output_tokens: int) -> dict[str, int]:

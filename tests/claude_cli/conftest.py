@@ -152,12 +152,14 @@ class Project:
             text=True,
         )
 
-    def terminal(self, prompt: str, *args: str, env: dict[str, str] | None = None) -> Terminal:
+    def terminal(
+        self, prompt: str | None, *args: str, env: dict[str, str] | None = None
+    ) -> Terminal:
         """The interactive CLI in a tmux window, started with `prompt` as its first message."""
         if shutil.which("tmux") is None:
             pytest.skip("The interactive Claude Code tests need tmux (apt-get install tmux).")
         self.window = Terminal(
-            self.command(*args, prompt),
+            self.command(*args, *([prompt] if prompt else [])),
             env=self.env | (env or {}),
             cwd=self.directory,
             work_dir=self.home.parent,
@@ -291,6 +293,12 @@ class Terminal:
 
     def press(self, *keys: str) -> None:
         self._tmux("send-keys", *keys)
+
+    def type(self, text: str) -> None:
+        """Type `text` at the prompt and send it once the prompt shows it."""
+        self.press("-l", text)
+        self.wait_for(text)
+        self.press("Enter")
 
     def answer(self, key: str, done: Callable[[], object], what: str) -> None:
         """Press `key` in a dialog until `done()`: newer versions ignore keys for a moment

@@ -3,9 +3,9 @@
 A test hands the server a script: the assistant turns its agents' models should produce, in
 order (text, tool calls). Each request of an agent loop (one that offers tools) takes the next
 turn meant for it (`Turn.when`, e.g. `started_with(marker)` for a subagent's own loop);
-everything else the CLI asks on the side (the session's title, auto mode's safety checks) gets a
-short plain answer and leaves the script alone. When nothing is left for a request, the model
-says "Done." and ends its turn.
+everything else the CLI asks on the side (the session's title, auto mode's safety checks, the
+summary for /compact) gets a short answer of its kind and leaves the script alone. When nothing
+is left for a request, the model says "Done." and ends its turn.
 
 Like a real model, a turn calling a tool the CLI has deferred (offered by name only, newer
 versions) first loads it with ToolSearch; the turn itself follows on the next request.
@@ -158,6 +158,19 @@ def is_agent_loop(body: dict[str, Any]) -> bool:
 
     Side requests (the session's title, auto mode's safety checks) offer none."""
     return bool(body.get("tools")) and bool(body.get("stream")) and bool(body.get("messages"))
+
+
+def is_compaction(request: Request) -> bool:
+    """/compact asks for a summary with the agent's own tools and history (so it looks like
+    the agent loop), its instructions last; both versions ask for a <summary> block."""
+    return any("<summary>" in text for text in request.last_user_texts())
+
+
+# A summary of the shape the CLI asks for: 2.1.330 asks again when the answer lacks it.
+COMPACTION_SUMMARY = (
+    "<analysis>The conversation was scripted.</analysis>\n"
+    "<summary>The user asked for some work; the todo list tracks it.</summary>"
+)
 
 
 @dataclass
@@ -316,11 +329,13 @@ class _Handler(BaseHTTPRequestHandler):
         if path != "/v1/messages":
             self._json(200, {})
             return
-        if is_agent_loop(body):
+        if not is_agent_loop(body):
+            turn = say("OK")
+        elif is_compaction(request):
+            turn = say(COMPACTION_SUMMARY)
+        else:
             request.scripted = True
             turn = self.model.next_turn(request)
-        else:
-            turn = say("OK")
         turn = turn.for_request(request)
         request.answered_with = turn
         if body.get("stream"):

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+import urllib.error
 
 import pytest
 
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
-from todos.enforcer import continuation_prompt, reminder_text
+from todos.enforcer import compaction_text, continuation_prompt, reminder_text
 
 # Boards on which only the feature under test speaks to the model.
 QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
@@ -101,6 +102,16 @@ def plan_status(board, plan_id: int) -> str:
 
 def session(board, session_id: str) -> dict:
     return board_get(board, f"/api/v1/sessions/{session_id}")
+
+
+def poll_session(board, session_id: str) -> dict | None:
+    """The session, or None while the board does not know it yet."""
+    try:
+        return session(board, session_id)
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
 
 
 # --- todo lists ------------------------------------------------------------------------------
@@ -248,6 +259,44 @@ def test_a_stale_list_reminder_reaches_the_model(server_factory, connect, model)
 
     reminders = [reminder_text(working, steps=steps) for steps in range(1, 5)]
     assert any(model.received(text) for text in reminders), project.report()
+
+
+def test_a_session_shows_on_the_board_as_soon_as_claude_code_starts(server_factory, connect, model):
+    """SessionStart comes from a command hook (Claude Code refuses HTTP hooks there)."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+
+    project.terminal(None)
+
+    shown_session = wait_until(
+        lambda: poll_session(board, project.session_id), "the session on the board"
+    )
+    assert [agent["main"] for agent in shown_session["agents"]] == [True]
+    assert not model.loop_requests, "The model was asked something before any prompt."
+
+
+def test_after_compact_the_list_is_handed_back_and_no_card_appears(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    working = [
+        todo("Run the tests", "in_progress", "Running the tests"),
+        todo("Fix the parser", "pending", "Fixing the parser"),
+    ]
+    model.add(tool("TodoWrite", {"todos": working}), say("Listed the work."))
+
+    terminal = project.terminal("Fix the parser bug.", env=TODOWRITE_ENV)
+    terminal.wait_for("Listed the work.")
+    terminal.type("/compact")
+    terminal.wait_for("Compacted")
+    model.add(say("Picking the tests up again."))
+    terminal.type("Carry on.")
+    terminal.wait_for("Picking the tests up again.")
+
+    handed_back = model.received(compaction_text(working))
+    assert handed_back, project.report()
+    agents = session(board, project.session_id)["agents"]
+    assert [agent["main"] for agent in agents] == [True], project.report()
+    assert shown(agents[0]["todos"]) == shown(working)
 
 
 # --- plans -----------------------------------------------------------------------------------

@@ -410,6 +410,43 @@ def test_an_agent_that_stops_early_is_continued_with_the_prompt(server_factory, 
     assert model.loop_requests[-1].answered_with.blocks == say("Both are done.").blocks
 
 
+def test_a_subagent_that_stops_early_is_continued_in_its_own_loop(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "1"})
+    project = connect(board)
+    subagent = started_with("SUBAGENT-TASK")
+    working = [
+        todo("Read the parser", "completed", "Reading the parser"),
+        todo("Write the report", "pending", "Writing the report"),
+    ]
+    subagent_turns = [
+        tool("TodoWrite", {"todos": working}),
+        say("Stopping early."),
+        tool("TodoWrite", {"todos": [{**item, "status": "completed"} for item in working]}),
+        say("The parser is fine."),
+    ]
+    for turn in subagent_turns:
+        turn.when = subagent
+        model.add(turn)
+    model.add(
+        tool(
+            "Agent",
+            {
+                "description": "Survey the parser",
+                "prompt": "SUBAGENT-TASK: survey the parser and report back.",
+                "subagent_type": "general-purpose",
+                "run_in_background": False,
+            },
+        )
+    )
+
+    project.run("Look into the parser.", env=TODOWRITE_ENV)
+
+    continued = model.received(continuation_prompt(working))
+    assert continued, project.report()
+    assert all(subagent(request) for request in continued), "The main agent was continued."
+    assert not model.script, f"Turns left unplayed:\n{project.report()}"
+
+
 def test_a_cancelled_countdown_lets_the_agent_stop(server_factory, connect, model):
     countdown = 60
     board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": str(countdown)})

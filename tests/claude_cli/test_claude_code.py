@@ -17,6 +17,8 @@ from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
 from todos.enforcer import compaction_text, continuation_prompt, reminder_text
 
+pytestmark = pytest.mark.claude_cli
+
 # Boards on which only the feature under test speaks to the model.
 QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
 TODOWRITE_ENV = {"CLAUDE_CODE_ENABLE_TASKS": "0"}  # TodoWrite instead of the Task tools

@@ -534,6 +534,11 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
     its terminal) and the plan shows as expired.
     """
     hook = _validate(ToolHookInput, payload)
+    plan_text = hook.tool_input.get("plan")
+    if not isinstance(plan_text, str) or not plan_text.strip():
+        # Claude Code 2.1.3xx sends no plan when the model wrote no plan file: there is
+        # nothing to review, so the terminal asks.
+        return {}
     plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
     submitted = asyncio.ensure_future(
         write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input)

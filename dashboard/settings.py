@@ -251,3 +251,9 @@ AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", [
 AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)
 if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS must be a positive number.")
+
+# Most items one todo list may hold; a longer list is refused (422). The board shows a bounded
+# part of any list, so this only bounds storage and what agents read back.
+AGENTBOARD_MAX_TODOS = envint("AGENTBOARD_MAX_TODOS", 1000)
+if AGENTBOARD_MAX_TODOS < 1:
+    raise ImproperlyConfigured("AGENTBOARD_MAX_TODOS must be 1 or more.")

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, StrictStr
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from dashboard.edge import NON_BLANK_PATTERN, column_length, text_type
+from planmode.models import Plan
 
 PlanStatusName = Literal["pending", "approved", "rejected", "withdrawn", "expired"]
+
+# The service refuses an empty or oversized plan with codes of their own (`empty_plan`,
+# `plan_too_large`); the schema publishes both limits.
+PlanMarkdown = text_type()
+PlanFilePath = text_type(max_length=column_length(Plan, "plan_file_path"))
 
 
 class PlanSubmitIn(BaseModel):
@@ -14,8 +23,14 @@ class PlanSubmitIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    plan: StrictStr
-    plan_file_path: StrictStr | None = None
+    plan: PlanMarkdown = Field(
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS,
+            "pattern": NON_BLANK_PATTERN,
+        }
+    )
+    plan_file_path: PlanFilePath | None = None
 
 
 class PlanSubmitOut(BaseModel):

@@ -257,3 +257,8 @@ if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
 AGENTBOARD_MAX_TODOS = envint("AGENTBOARD_MAX_TODOS", 1000)
 if AGENTBOARD_MAX_TODOS < 1:
     raise ImproperlyConfigured("AGENTBOARD_MAX_TODOS must be 1 or more.")
+# Seconds a client may take to send one whole request (its headers and body) once it has begun;
+# a slower one is answered 408 and disconnected, so trickling headers cannot hold connections.
+AGENTBOARD_REQUEST_ARRIVAL_SECONDS = envfloat("AGENTBOARD_REQUEST_ARRIVAL_SECONDS", 20.0)
+if AGENTBOARD_REQUEST_ARRIVAL_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_REQUEST_ARRIVAL_SECONDS must be a positive number.")

@@ -28,9 +28,9 @@ class Command(BaseCommand):
             self._bootstrap(host=host, port=port)
         self.stdout.write(f"Agentboard is serving on http://{host}:{port}/ (Ctrl+C stops it).")
         self.stdout.flush()
-        from daphne.cli import CommandLineInterface
+        from dashboard.server import BoundedCommandLineInterface
 
-        CommandLineInterface().run(
+        BoundedCommandLineInterface().run(
             ["--bind", host, "--port", str(port), "--proxy-headers", "dashboard.asgi:application"]
         )
 

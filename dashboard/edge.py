@@ -25,11 +25,14 @@ MAX_JSON_DEPTH = 64
 # The largest integer a database id or a stored number can hold (a 64-bit signed integer).
 MAX_INTEGER = 2**63 - 1
 
-# Published in the OpenAPI schema, so clients and schema-driven tools know what is accepted:
-# text without NUL characters and lone surrogates, and for some fields not blank either.
-# (Python's `re` and ECMAScript's `u` mode both read these escapes.)
-TEXT_PATTERN = r"^[^\u0000\ud800-\udfff]*$"
-NON_BLANK_PATTERN = r"^[^\u0000\ud800-\udfff]*[^\s\u0000\ud800-\udfff][^\u0000\ud800-\udfff]*$"
+# Published in the OpenAPI schema, so that clients and schema-driven tools know what is
+# accepted: text without NUL characters, and for some fields not blank either. Written so that
+# every regex engine reads them alike (Python, ECMAScript, Rust): whitespace is spelled out as
+# the characters `str.strip()` strips, and lone surrogates, which most engines cannot express
+# (nor most JSON libraries produce), are left to the validators.
+SPACE_CLASS = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+TEXT_PATTERN = r"^[^\u0000]*$"
+NON_BLANK_PATTERN = rf"^[^\u0000]*[^\u0000{SPACE_CLASS}][^\u0000]*$"
 
 Json = Any
 Path = list[str | int]
@@ -152,6 +155,8 @@ def text_or_integer_type(*, max_length: int, blank: str) -> Any:
     integer_schema = {"type": "integer", "minimum": -MAX_INTEGER - 1, "maximum": MAX_INTEGER}
 
     def check(value: object) -> str | int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integers include 3.0
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise ValueError("must be a string or an integer")
         if isinstance(value, int):

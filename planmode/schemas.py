@@ -7,7 +7,7 @@ from typing import Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from dashboard.edge import NON_BLANK_PATTERN, column_length, text_type
+from dashboard.edge import column_length, text_type
 from planmode.models import Plan
 
 PlanStatusName = Literal["pending", "approved", "rejected", "withdrawn", "expired"]
@@ -24,11 +24,11 @@ class PlanSubmitIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     plan: PlanMarkdown = Field(
-        json_schema_extra={
-            "minLength": 1,
-            "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS,
-            "pattern": NON_BLANK_PATTERN,
-        }
+        description="The plan as markdown; it must hold more than whitespace.",
+        # The size limit is the service's (413 `plan_too_large`), published here. Whitespace is
+        # left out of the pattern: with a limit this long, schema-driven generators cannot
+        # satisfy a not-blank pattern.
+        json_schema_extra={"minLength": 1, "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS},
     )
     plan_file_path: PlanFilePath | None = None
 

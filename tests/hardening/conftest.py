@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 from channels.db import database_sync_to_async
@@ -9,6 +13,15 @@ from dashboard.models import Agent, Session
 from planmode.models import Plan
 from tests.hooks.conftest import hook  # noqa: F401 (the hook-posting fixture, shared)
 from todos.models import AgentTracking, Todo, TodoRevision
+
+T = TypeVar("T")
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on a loop of its own in another thread: this one may already run a loop
+    (Playwright's, once a browser test has run)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def stored_state() -> tuple:

@@ -6,7 +6,6 @@ was. The number of examples is bounded so the suite stays fast."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from dashboard.asgi import application
 from tests.conftest import todo
-from tests.hardening.conftest import errors_in, stored_state
+from tests.hardening.conftest import errors_in, run_async, stored_state
 from tests.hooks.conftest import fixture_names, load_fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
@@ -232,7 +231,7 @@ def test_no_frame_gets_an_internal_error(token, caplog, text):
     caplog.set_level(logging.WARNING)
     before = stored_state()
 
-    reply, pong = asyncio.run(exchange(token, text))
+    reply, pong = run_async(exchange(token, text))
 
     assert reply["type"] in {"ack", "pong", "error"}
     assert pong == {"type": "pong", "id": "after"}

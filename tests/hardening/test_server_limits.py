@@ -11,6 +11,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from tests.hardening.conftest import run_async
 from tests.hooks.conftest import HOOK_URL, load_fixture
 
 pytestmark = pytest.mark.timeout(120)
@@ -81,7 +82,7 @@ def test_connections_that_trickle_their_headers_are_answered_408_and_closed(serv
             assert b"send it again, whole" in answer
             assert closed_after < ARRIVAL_SECONDS + 1.5
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def test_an_idle_keep_alive_connection_is_not_cut_by_the_arrival_deadline(server):
@@ -92,7 +93,7 @@ def test_an_idle_keep_alive_connection_is_not_cut_by_the_arrival_deadline(server
         writer.close()
         assert (status, again) == (200, 200)
 
-    asyncio.run(scenario())
+    run_async(scenario())
 
 
 def test_a_held_hook_request_outlives_the_arrival_deadline(server):

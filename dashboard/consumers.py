@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -28,13 +29,16 @@ from dashboard.frames import (
     TodoWriteFrame,
     WatchPlanFrame,
 )
-from dashboard.models import Session
+from dashboard.models import Session, hash_token
+from dashboard.security import public_url, scope_header, scope_is_secure
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.waiting import expire_if_abandoned
+from dashboard.watch import Waiter, watch_for
 from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
 from planmode.selectors import plan_for_owner
-from planmode.services import plan_expire, plan_state, plan_submit
+from planmode.services import plan_expire, plan_state, plan_submit, plan_watched
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.services import todo_list_replace
@@ -134,14 +138,33 @@ class AgentConsumer(AsyncWebsocketConsumer):
     """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
 
     async def connect(self) -> None:
-        self.user = await token_owner(_bearer_token(self.scope))
-        self.watched_plans: set[int] = set()
+        self.token = _bearer_token(self.scope)
+        self.user = await token_owner(self.token)
+        # The plans this socket waits on, each with its waiter in `dashboard.watch`.
+        self.watched_plans: dict[int, Waiter] = {}
+        self.plans_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
         await self.accept()
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.token_group = live.token_group(hash_token(self.token or ""))
+        await self.channel_layer.group_add(self.token_group, self.channel_name)
+
+    async def token_revoked(self, event: dict[str, Any]) -> None:
+        await self._refuse_revoked()
+
+    async def _refuse_revoked(self) -> None:
+        self.user = None
+        await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.user is None:
+            return
+        # A token revoked while the socket is open stops working here within the token cache's
+        # second, even if the push that closes the socket was lost.
+        if await token_owner(self.token) is None:
+            await self._refuse_revoked()
             return
         frame_id = None
         try:
@@ -223,8 +246,9 @@ class AgentConsumer(AsyncWebsocketConsumer):
                     }
                 )
         elif isinstance(frame, ExpirePlanFrame):
+            # The agent gave up on it: no plan_decided for it, only this ack.
+            self._unwatch_plan(frame.plan_id)
             state = (await write(_expire_plan, owner=self.user, plan_id=frame.plan_id)).value
-            await self._unwatch_plan(frame.plan_id)
             await self._send_json({"type": "ack", "id": frame.id, "result": state})
         else:
             await self.handle_plan_frame(frame)
@@ -245,49 +269,68 @@ class AgentConsumer(AsyncWebsocketConsumer):
             plan_pk = submitted.plan.pk
         else:
             plan_pk = frame.plan_id
-        # Subscribe before reading: a decision made in between is then in the state read
-        # below or arrives as an event, never lost.
-        await self._watch_plan(plan_pk)
-        try:
-            state = await database_sync_to_async(self._plan_state)(plan_pk)
-        except ServiceError:
-            await self._unwatch_plan(plan_pk)
-            raise
-        if state["status"] != "pending":
-            await self._unwatch_plan(plan_pk)
-        result = {**state, "review_url": self._review_url(plan_pk)}
-        await self._send_json({"type": "ack", "id": frame.id, "result": result})
+        # Held until the ack is sent, so a decision heard meanwhile is pushed after the ack.
+        async with self.plans_lock:
+            # Subscribe before reading: a decision made in between is then in the state read
+            # below or arrives as an event, never lost.
+            await self._watch_plan(plan_pk)
+            try:
+                state = await live.read(self._plan_state, plan_pk)
+            except ServiceError:
+                self._unwatch_plan(plan_pk)
+                raise
+            if state["status"] != "pending":
+                self._unwatch_plan(plan_pk)
+            elif isinstance(frame, WatchPlanFrame):
+                await write(plan_watched, plan_id=plan_pk)
+            result = {**state, "review_url": self._review_url(plan_pk)}
+            await self._send_json({"type": "ack", "id": frame.id, "result": result})
 
-    async def plan_decided(self, event: live.PlanDecided) -> None:
-        plan_pk = event["plan_id"]
-        if plan_pk not in self.watched_plans:
-            return
-        state = event["state"]
-        if state["status"] == "pending":
-            return
-        await self._unwatch_plan(plan_pk)
-        await self._send_json({"type": "plan_decided", "plan": state})
+    async def _plan_decided(self, plan_pk: int, state: dict[str, Any]) -> None:
+        async with self.plans_lock:
+            if self.watched_plans.pop(plan_pk, None) is None:
+                return  # already answered (the ack carried the decision, or pushed before)
+            await self._send_json({"type": "plan_decided", "plan": state})
 
     async def _watch_plan(self, plan_pk: int) -> None:
-        self.watched_plans.add(plan_pk)
-        await self.channel_layer.group_add(live.plan_group(plan_pk), self.channel_name)
+        if plan_pk in self.watched_plans:
+            return
+        loop = asyncio.get_running_loop()
 
-    async def _unwatch_plan(self, plan_pk: int) -> None:
-        self.watched_plans.discard(plan_pk)
-        await self.channel_layer.group_discard(live.plan_group(plan_pk), self.channel_name)
+        def heard(state: dict[str, Any] | None) -> None:
+            # None: the server is stopping; the agent re-watches once it reconnects.
+            if state is not None:
+                task = loop.create_task(self._plan_decided(plan_pk, state))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+
+        self.watched_plans[plan_pk] = heard
+        await watch_for(loop).add(plan_pk, heard)
+
+    def _unwatch_plan(self, plan_pk: int) -> None:
+        heard = self.watched_plans.pop(plan_pk, None)
+        if heard is not None:
+            watch_for().discard(plan_pk, heard)
 
     async def disconnect(self, code: int) -> None:
-        for plan_pk in list(getattr(self, "watched_plans", ())):
-            await self._unwatch_plan(plan_pk)
+        waited = list(getattr(self, "watched_plans", ()))
+        for plan_pk in waited:
+            self._unwatch_plan(plan_pk)
+        # Claude Code kills a waiting command hook without a word: unless its socket comes
+        # back for these plans, they expire.
+        expire_if_abandoned(waited)
+        if getattr(self, "token_group", None):
+            await self.channel_layer.group_discard(self.token_group, self.channel_name)
 
     def _plan_state(self, plan_pk: int) -> dict:
         return plan_state(plan_for_owner(plan_id=plan_pk, owner=self.user))
 
     def _review_url(self, plan_pk: int) -> str:
-        host = dict(self.scope.get("headers", [])).get(b"host", b"").decode("latin-1")
-        scheme = "https" if self.scope.get("scheme") == "wss" else "http"
-        path = reverse("plan-review", args=[plan_pk])
-        return f"{scheme}://{host}{path}" if host else path
+        return public_url(
+            reverse("plan-review", args=[plan_pk]),
+            host=scope_header(self.scope, b"host"),
+            secure=scope_is_secure(self.scope),
+        )
 
     async def _send_json(self, payload: dict) -> None:
         await self.send(text_data=json.dumps(payload))

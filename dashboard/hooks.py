@@ -47,9 +47,15 @@ from dashboard.services import (
 from dashboard.waiting import stop_hook_answer, wait_for_decision
 from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
-from planmode.services import PlanChange, plan_expire, plan_state, plan_submit
+from planmode.services import (
+    PlanChange,
+    plan_expire,
+    plan_state,
+    plan_submit,
+    plans_answered_elsewhere,
+)
 from todos import enforcer
-from todos.models import TodoRevision
+from todos.models import Todo, TodoRevision
 from todos.services import (
     check_strict_policy,
     current_todos,
@@ -76,6 +82,10 @@ LIFECYCLE_EVENTS = frozenset(
     }
 )
 TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+# Events that do not tell that an agent moved on from a plan waiting for a reviewer: Claude Code
+# sends them while its own prompt and the held hook both wait (or as it exits: the held request
+# then closes and the plan expires).
+NOT_MOVING_ON = frozenset({"PermissionRequest", "Notification", "SessionEnd"})
 # Other events that only matter to the continuation enforcer: every tool use is a step for the
 # todo reminders, and an API error starts its cooldown.
 ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"})
@@ -180,6 +190,8 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     hook = _validate(HookInput, payload)
     if hook.hook_event_name in {"Stop", "SubagentStop"}:
         observed = await write(_record_event, owner=owner, hook=hook)
+        if observed.value is None:
+            return {}
         background = payload.get("background_tasks")
         # Held for the continuation countdown; the answer is {} on any failure.
         return await stop_hook_answer(
@@ -191,9 +203,21 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     return enforcer.additional_context(hook.hook_event_name, injection.text)
 
 
-def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int]:
+def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
+    if hook.hook_event_name == "SubagentStop" and not _agent_exists(owner=owner, hook=hook):
+        # A subagent the board never saw: `/compact` sends one (agent_type "") for a subagent
+        # that never started. Stopping what never ran adds no card.
+        return Outcome(None, Changes())
     resolved, changes = hook_observe(owner=owner, hook=hook, notify=True)
     return Outcome(resolved.agent.pk, changes)
+
+
+def _agent_exists(*, owner: AbstractBaseUser, hook: HookInput) -> bool:
+    return Agent.objects.filter(
+        session__session_id=hook.session_id,
+        session__owner=owner,
+        agent_id=hook.acting_agent_id,
+    ).exists()
 
 
 def _record_and_enforce(
@@ -283,6 +307,8 @@ def hook_observe(
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
+    if agent.awaiting_plan and event not in NOT_MOVING_ON:
+        changes.merge(plans_answered_elsewhere(agent=agent))
     return resolved, changes
 
 
@@ -305,6 +331,8 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         change: TodoChange = lambda current: [item.as_wire() for item in todos]  # noqa: E731
     elif hook.tool_name == "TaskCreate":
         change = _task_create(hook)
+        await write(_subagent_task_created, owner=owner, hook=hook, change=change)
+        return {}
     else:
         change = _task_update(_validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
     await write(
@@ -328,8 +356,16 @@ def _task_create(hook: ToolHookInput) -> TodoChange:
         item["activeForm"] = task.activeForm
 
     def add(current: list[dict[str, str]]) -> list[dict[str, str]]:
-        if any(existing.get("id") == item["id"] for existing in current):
-            return current
+        for index, existing in enumerate(current):
+            if existing.get("id") == item["id"]:
+                # TaskCreated arrives first and carries no spinner text: add the model's own.
+                if task.activeForm and existing.get("activeForm") != task.activeForm:
+                    return [
+                        *current[:index],
+                        {**existing, "activeForm": task.activeForm},
+                        *current[index + 1 :],
+                    ]
+                return current
         return [*current, item]
 
     return add
@@ -357,6 +393,60 @@ def _task_update(update: TaskUpdateToolInput) -> TodoChange:
     return apply
 
 
+def _subagent_task_created(
+    *, owner: AbstractBaseUser, hook: ToolHookInput, change: TodoChange
+) -> Outcome[None]:
+    """A TaskCreate's own hook. When a subagent made the task, Claude Code 2.1.19x sent its
+    TaskCreated first without an agent_id, so it may be on the main agent's card: it moves."""
+    outcome = _todos_change(
+        owner=owner,
+        hook=hook,
+        change=change,
+        idempotency_key=hook.tool_use_id,
+        record_unchanged=False,
+    )
+    if hook.agent_id is None or hook.agent_id == hook.session_id:
+        return outcome
+    task_id = str(hook.tool_response["task"]["id"])
+    subject = hook.tool_input["subject"]
+    misplaced = Todo.objects.filter(
+        agent__session__session_id=hook.session_id,
+        agent__session__owner=owner,
+        agent__agent_id=hook.session_id,
+        external_id=task_id,
+        content=subject,
+    )
+    if not misplaced.exists():
+        return outcome
+    main = hook.model_copy(update={"agent_id": None, "agent_type": None})
+    moved = _todos_change(
+        owner=owner,
+        hook=main,
+        change=lambda current: [
+            item
+            for item in current
+            if not (item.get("id") == task_id and item["content"] == subject)
+        ],
+        idempotency_key=None,
+        record_unchanged=False,
+    )
+    return Outcome(None, outcome.changes.merge(moved.changes))
+
+
+def _task_holder(*, owner: AbstractBaseUser, session_id: str, task_id: str) -> str | None:
+    """The subagent whose list holds this task, when the session's main agent's does not."""
+    holders = set(
+        Todo.objects.filter(
+            agent__session__session_id=session_id,
+            agent__session__owner=owner,
+            external_id=task_id,
+        ).values_list("agent__agent_id", flat=True)
+    )
+    if not holders or session_id in holders:
+        return None
+    return min(holders)
+
+
 async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """TaskCreated / TaskCompleted keep the checklist in sync when the tool's own
     PostToolUse was missed; both are no-ops when the list already says so."""
@@ -374,15 +464,22 @@ async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Outpu
             for item in current
         ]
 
-    await write(
-        _todos_change,
-        owner=owner,
-        hook=hook,
-        change=apply,
-        idempotency_key=None,
-        record_unchanged=False,
-    )
+    await write(_task_event_change, owner=owner, hook=hook, task_id=task_id, change=apply)
     return {}
+
+
+def _task_event_change(
+    *, owner: AbstractBaseUser, hook: TaskEventInput, task_id: str, change: TodoChange
+) -> Outcome[None]:
+    # Claude Code 2.1.19x sends these without an agent_id even for a subagent's tasks: the
+    # task belongs to whichever agent's own TaskCreate reported it.
+    if hook.agent_id is None:
+        holder = _task_holder(owner=owner, session_id=hook.session_id, task_id=task_id)
+        if holder is not None:
+            hook = hook.model_copy(update={"agent_id": holder})
+    return _todos_change(
+        owner=owner, hook=hook, change=change, idempotency_key=None, record_unchanged=False
+    )
 
 
 def _todos_change(

@@ -1,7 +1,8 @@
 """The publisher: every event the browser and agent sockets receive, and the one place that sends.
 
 The writer hands it the `Changes` of each committed write. Waiting agents (agent sockets, held
-hooks) are woken at once. What browsers show is rendered off the request path, in one render
+hooks) are woken at once: those of this process directly (`dashboard.watch`), the others
+through the channel layer. What browsers show is rendered off the request path, in one render
 thread, coalesced per session: a session's changed cards, header, overview row and new history
 lines go out together at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes
 touched them, the first change of a quiet period at once and the last state always; the plan
@@ -17,10 +18,10 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -28,8 +29,10 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from dashboard.changes import Changes
+from dashboard.watch import plan_group, watch_for
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 OVERVIEW_GROUP = "board.overview"
 # Every board page: the header's count of plans waiting.
@@ -42,14 +45,25 @@ def session_group(session_pk: int) -> str:
     return f"board.session.{session_pk}"
 
 
-def plan_group(plan_pk: int) -> str:
-    """Agents waiting on a plan's decision."""
-    return f"plan.{plan_pk}"
-
-
 def plan_review_group(plan_pk: int) -> str:
     """Browsers on one plan's review page."""
     return f"board.plan.{plan_pk}"
+
+
+def token_group(key_hash: str) -> str:
+    """The agent sockets opened with one token, to close when it is revoked."""
+    return f"agent-token.{key_hash[:32]}"
+
+
+def close_token_sockets(key_hashes: list[str]) -> None:
+    """After a commit that revoked tokens (or deactivated their user): close the agent sockets
+    of every process that were opened with them. Those that miss this push are closed at their
+    next frame, once the revocation reaches the token cache (within a second)."""
+    messages = [(token_group(key), {"type": "token.revoked"}) for key in key_hashes]
+    try:
+        async_to_sync(_send_all)(messages)
+    except Exception:
+        logger.exception("could not tell agent sockets that their token was revoked")
 
 
 def continuation_group(continuation_pk: int) -> str:
@@ -84,11 +98,22 @@ class ContinuationResolved(TypedDict):
 _render_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentboard-render")
 
 
+def drain(timeout: float = 10) -> None:
+    """Return once the renders queued so far are done (tests)."""
+    _render_executor.submit(lambda: None).result(timeout)
+
+
 def close_connection() -> None:
     """Close the render thread's database connection (tests, shutdown)."""
     from django.db import connections
 
     _render_executor.submit(connections.close_all).result(10)
+
+
+async def read(func: Callable[..., T], /, *args: Any) -> T:
+    """Run a short database read on the render thread, so that no request (a held hook, a
+    socket) opens a database connection of its own while it waits."""
+    return await asyncio.wrap_future(_render_executor.submit(func, *args))
 
 
 def publish(changes: Changes, *, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -209,6 +234,10 @@ class Publisher:
         self.tasks: set[asyncio.Task] = set()
 
     def take(self, changes: Changes) -> None:
+        # Waiters in this process hear of a decision now; others through the channel layer.
+        watch = watch_for(self.loop)
+        for pk, state in changes.decided_plans.items():
+            watch.decided(pk, state)
         wake = _wake_messages(changes)
         if wake:
             self._spawn(_send_all(wake))

@@ -74,6 +74,9 @@ class Agent(models.Model):
     todo_revision = models.PositiveIntegerField(default=0)
     # Size of the all-completed write that emptied the list, so the card can say "all done".
     cleared_total = models.PositiveIntegerField(default=0)
+    # A plan of this agent may be waiting on a hook: its next event of other work says whether
+    # the developer answered in the terminal first (planmode.services.plans_answered_elsewhere).
+    awaiting_plan = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -2,19 +2,21 @@ from __future__ import annotations
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from dashboard.consumers import AgentConsumer, BoardConsumer
+from dashboard.security import BrowserOriginValidator
 
 websocket_application = URLRouter(
     [
-        # Agents authenticate with a bearer token and may connect from anywhere.
+        # Agents authenticate with a bearer token, send no cookies, and may connect from
+        # anywhere (most send no Origin at all).
         path("ws/agent/", AgentConsumer.as_asgi()),
-        # Browsers use the login session, so the origin must be one of ours.
+        # Browsers use the login cookie, so the page must be one of ours: same scheme, host
+        # and port, or a CSRF trusted origin.
         path(
             "ws/board/",
-            AllowedHostsOriginValidator(AuthMiddlewareStack(BoardConsumer.as_asgi())),
+            BrowserOriginValidator(AuthMiddlewareStack(BoardConsumer.as_asgi())),
         ),
     ]
 )

@@ -1,4 +1,19 @@
-"""The daphne server `manage.py serve` runs, with two bounds plain daphne leaves open.
+"""The server process: daphne, with a stop that answers what it holds.
+
+Agents wait on Agentboard: a held ExitPlanMode hook, a Stop hook in its continuation countdown,
+a socket waiting for a decision. On SIGTERM or Ctrl+C the server
+
+1. stops listening, so new requests go to another process (or fail fast and the agent falls
+   back to its terminal);
+2. lets every waiter go at once: held plans answer `{}` and show as expired, countdowns are
+   cancelled and their Stop hooks answer `{}`, agent and browser sockets are closed with 1012
+   ("service restart") so their clients reconnect to the next server;
+3. waits up to AGENTBOARD_STOP_GRACE_SECONDS for the HTTP requests still in flight;
+4. stops the event loop, then finishes the writer's queue and closes its database connection.
+
+A second signal stops at once.
+
+It also sets two bounds plain daphne leaves open:
 
 - A request must arrive whole (request line, headers, body) within
   AGENTBOARD_REQUEST_ARRIVAL_SECONDS of its first byte, or it is answered 408 and closed.
@@ -8,17 +23,32 @@
   big" and a reason; autobahn's default is to drop the TCP connection, and the client never
   learns why.
 
-Import this module only to serve: daphne installs its reactor when imported.
+Import this module only when serving: importing daphne's server installs Twisted's asyncio
+reactor.
 """
 
 from __future__ import annotations
 
-from daphne.cli import CommandLineInterface
+import asyncio
+import logging
+import signal
+import threading
+from typing import Any
+
 from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
 from django.conf import settings
 from twisted.internet import reactor
 from twisted.internet.interfaces import IDelayedCall
 from twisted.web import http
+
+from dashboard.watch import watch_for
+
+logger = logging.getLogger(__name__)
+
+SERVICE_RESTART = 1012
+RESTART_REASON = b"The server is stopping; reconnect."
+
 
 _TIMEOUT_TEXT = b"The request took too long to arrive; send it again, whole.\n"
 REQUEST_TIMEOUT_RESPONSE = (
@@ -73,10 +103,13 @@ class ArrivalDeadlineChannel(http.HTTPChannel):
         self.arrival_deadline = None
 
 
-class BoundedServer(Server):
+class AgentboardServer(Server):
     def run(self) -> None:
+        self.ports: list[Any] = []
+        self.stopping = False
+        reactor.callWhenRunning(self._catch_stop_signals)
         # Server.run builds its factories, listens and starts the reactor, all in one call:
-        # they are adjusted once the reactor runs, before it accepts the first connection.
+        # they are bounded once the reactor runs, before it accepts the first connection.
         reactor.callWhenRunning(self._bound)
         super().run()
 
@@ -84,6 +117,49 @@ class BoundedServer(Server):
         self.http_factory.protocol = ArrivalDeadlineChannel
         self.ws_factory.setProtocolOptions(failByDrop=False)
 
+    def listen_success(self, port: Any) -> None:
+        self.ports.append(port)
+        super().listen_success(port)
 
-class BoundedCommandLineInterface(CommandLineInterface):
-    server_class = BoundedServer
+    def _catch_stop_signals(self) -> None:
+        # Twisted's own handlers stop the reactor at once, cutting held requests off.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_stop_signal)
+            signal.signal(signal.SIGINT, self._on_stop_signal)
+
+    def _on_stop_signal(self, signum: int, frame: object) -> None:
+        if self.stopping:
+            reactor.callFromThread(reactor.stop)
+            return
+        self.stopping = True
+        reactor.callFromThread(self._stop_gracefully)
+
+    def _stop_gracefully(self) -> None:
+        logger.info("Stopping: answering held requests, then exiting.")
+        for port in self.ports:
+            port.stopListening()
+        task = asyncio.get_event_loop().create_task(self._drain())
+        task.add_done_callback(lambda _: reactor.stop() if reactor.running else None)
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.AGENTBOARD_STOP_GRACE_SECONDS
+        watch_for(loop).stop()
+        for protocol in list(self.connections):
+            if isinstance(protocol, WebSocketProtocol):
+                # sendClose() refuses 1012 from an application; the frame is valid. Browsers (htmx)
+                # reconnect on 1012 "service restart", not on 1001.
+                protocol.sendCloseFrame(code=SERVICE_RESTART, reasonUtf8=RESTART_REASON)
+        while loop.time() < deadline and self._http_in_flight():
+            await asyncio.sleep(0.02)
+        # Let the last answers leave their buffers before the loop stops.
+        await asyncio.sleep(0.05)
+
+    def _http_in_flight(self) -> int:
+        return sum(
+            1
+            for protocol, details in list(self.connections.items())
+            if not isinstance(protocol, WebSocketProtocol)
+            and details.get("application_instance") is not None
+            and not details["application_instance"].done()
+        )

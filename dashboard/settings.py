@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -74,6 +76,47 @@ DEBUG = envbool("AGENTBOARD_DEBUG", False)
 ALLOWED_HOSTS = envlist("AGENTBOARD_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = envlist("AGENTBOARD_CSRF_TRUSTED_ORIGINS", [])
 
+
+def _public_url(value: str) -> str:
+    """The dashboard's address for links given to agents, e.g. https://board.example.com."""
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if not (
+        port_ok
+        and parts.scheme in {"http", "https"}
+        and parts.hostname
+        and parts.username is None
+        and parts.path in {"", "/"}
+        and not parts.query
+        and not parts.fragment
+    ):
+        raise ImproperlyConfigured(
+            "AGENTBOARD_PUBLIC_URL must be an http(s) address without a path, such as "
+            f"https://board.example.com, not {value!r}."
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# Links handed to agents (a plan's review_url) use this address when it is set; otherwise the
+# request's Host header, and only when that is one of ALLOWED_HOSTS. The dashboard is reachable
+# there, so its host is allowed and its origin trusted.
+AGENTBOARD_PUBLIC_URL = _public_url(os.environ.get("AGENTBOARD_PUBLIC_URL", ""))
+if AGENTBOARD_PUBLIC_URL:
+    _public_host = urlsplit(AGENTBOARD_PUBLIC_URL).hostname or ""
+    ALLOWED_HOSTS.append(f"[{_public_host}]" if ":" in _public_host else _public_host)
+    CSRF_TRUSTED_ORIGINS.append(AGENTBOARD_PUBLIC_URL)
+
+# On only when a reverse proxy is the sole way in and sets X-Forwarded-For and
+# X-Forwarded-Proto itself: anyone can send those headers, so they count only then.
+AGENTBOARD_TRUSTED_PROXY = envbool("AGENTBOARD_TRUSTED_PROXY", False)
+if AGENTBOARD_TRUSTED_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -83,6 +126,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "channels",
     "django_htmx",
     "ninja",
@@ -94,6 +138,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "servestatic.middleware.ServeStaticMiddleware",
+    # After the static files (they keep their own caching), before the session and CSRF
+    # middleware (so it sees their cookies).
+    "dashboard.security.security_headers",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -101,6 +148,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -176,6 +224,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
+# Login throttling (django-axes, counted in the database so every server process agrees): after
+# this many failed logins for one account, or from one address, logins are refused until the
+# lockout has passed since the last failed attempt.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("AGENTBOARD_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envfloat("AGENTBOARD_LOGIN_LOCKOUT_MINUTES", 15))
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
+    raise ImproperlyConfigured(
+        "AGENTBOARD_LOGIN_FAILURE_LIMIT and AGENTBOARD_LOGIN_LOCKOUT_MINUTES must be positive."
+    )
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_CALLABLE = "dashboard.views.login_locked_out"
+# The client's address: daphne has already put the proxy's X-Forwarded-For there when
+# AGENTBOARD_TRUSTED_PROXY is on, and ignores the header otherwise.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -199,6 +267,9 @@ SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# Sent only on HTTPS responses (behind a trusted proxy that says so); 0 turns it off. Cookies
+# are marked Secure on those responses too (dashboard.security), never over plain http.
+SECURE_HSTS_SECONDS = envint("AGENTBOARD_HSTS_SECONDS", 31_536_000)
 
 # Largest accepted request body (HTTP API, hooks) and socket frame, in bytes.
 AGENTBOARD_MAX_BODY_BYTES = envint("AGENTBOARD_MAX_BODY_BYTES", 256 * 1024)
@@ -224,7 +295,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("AGENTBOARD_LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},
+        # Failed logins and lockouts are warnings; the rest of what axes says is noise.
+        "axes": {"level": "WARNING"},
+    },
 }
 
 # Keeping agents on track (todo reminders and the continuation enforcer).
@@ -251,6 +327,20 @@ AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", [
 AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)
 if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS must be a positive number.")
+
+# A decision's push to waiting agents can be lost (its server process died right after the
+# commit, the channel layer dropped it): waiters then re-read their plans this often.
+AGENTBOARD_DECISION_RESYNC_SECONDS = envfloat("AGENTBOARD_DECISION_RESYNC_SECONDS", 1.0)
+if AGENTBOARD_DECISION_RESYNC_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_DECISION_RESYNC_SECONDS must be a positive number.")
+
+# On SIGTERM / Ctrl+C the server stops taking connections, answers every held hook (`{}`, so
+# agents fall back to their terminal) and waits this long for requests in flight, then exits.
+AGENTBOARD_STOP_GRACE_SECONDS = envfloat("AGENTBOARD_STOP_GRACE_SECONDS", 5.0)
+
+# An agent socket waiting on a plan closed (a killed `agentboard hook`, a lost network): if no
+# socket watches the plan again within this time, nobody waits for it and it expires.
+AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = envfloat("AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS", 15.0)
 
 # Most items one todo list may hold; a longer list is refused (422). The board shows a bounded
 # part of any list, so this only bounds storage and what agents read back.

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import math
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -17,6 +21,28 @@ from todos.models import Continuation
 async def healthz(request: HttpRequest) -> JsonResponse:
     """Liveness for load balancers: answers without touching the database."""
     return JsonResponse({"status": "ok"})
+
+
+def login_locked_out(
+    request: HttpRequest,
+    original_response: HttpResponse | None = None,
+    credentials: dict | None = None,
+) -> HttpResponse:
+    """The answer to a login while its account or address is locked out (django-axes)."""
+    return render(
+        request,
+        "registration/locked_out.html",
+        {"wait": _duration(settings.AXES_COOLOFF_TIME)},
+        status=429,
+    )
+
+
+def _duration(length: timedelta) -> str:
+    minutes = math.ceil(length / timedelta(minutes=1))
+    if length < timedelta(minutes=1):
+        seconds = math.ceil(length.total_seconds())
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
 @login_required

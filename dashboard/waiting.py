@@ -1,8 +1,10 @@
 """Agents waiting on a person: a plan's decision, or the end of a continuation countdown.
 
-Waiters listen on their group through the channel layer, so a click handled by any server
-process wakes them. Each subscribes before it reads the database: a change committed in between
-is then either in what it reads or on its way, never lost. Waiting holds no database connection.
+A click handled by any server process wakes them: plan waiters through `dashboard.watch` (which
+also re-reads the database when a push was lost), countdowns through their channel layer group.
+Each subscribes before it reads the database: a change committed in between is then either in
+what it reads or on its way, never lost. Waiting holds no database connection: the few reads
+run on the render thread. A graceful stop lets every waiter go at once.
 """
 
 from __future__ import annotations
@@ -11,21 +13,21 @@ import asyncio
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils import timezone
 
 from dashboard import live
+from dashboard.watch import watch_for
 from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
-from planmode.services import plan_state
+from planmode.services import plan_expire_unless_watched, plan_state
 from todos import enforcer
 from todos.models import Continuation
 
 logger = logging.getLogger(__name__)
 
 
-@database_sync_to_async
 def _plan_state_now(plan_id: int) -> dict[str, Any] | None:
     plan = (
         Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
@@ -37,50 +39,81 @@ def _plan_state_now(plan_id: int) -> dict[str, Any] | None:
 
 async def wait_for_decision(plan_id: int, timeout: float) -> dict[str, Any] | None:
     """The plan's state once it is no longer pending, or None when `timeout` seconds pass
-    first. An unknown plan gives None at once."""
-    layer = get_channel_layer()
-    group = live.plan_group(plan_id)
-    channel = await layer.new_channel()
-    await layer.group_add(group, channel)
+    first or the server is stopping. An unknown plan gives None at once."""
+    loop = asyncio.get_running_loop()
+    heard: asyncio.Future[dict[str, Any] | None] = loop.create_future()
+
+    def waiter(state: dict[str, Any] | None) -> None:
+        if not heard.done():
+            heard.set_result(state)
+
+    watch = watch_for(loop)
+    # Subscribe before reading: a decision committed in between is then either in what is
+    # read or on its way, never lost.
+    await watch.add(plan_id, waiter)
     try:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        state = await _plan_state_now(plan_id)
-        while state is not None and state["status"] == PlanStatus.PENDING:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), remaining)
-            except TimeoutError:
-                return None
-            if message.get("type") == "plan.decided":
-                state = message["state"]
-        return state
+        state = await live.read(_plan_state_now, plan_id)
+        if state is None or state["status"] != PlanStatus.PENDING:
+            return state
+        try:
+            return await asyncio.wait_for(asyncio.shield(heard), timeout)
+        except TimeoutError:
+            return None
     finally:
-        await layer.group_discard(group, channel)
+        watch.discard(plan_id, waiter)
 
 
-@database_sync_to_async
 def _continuation_status(continuation_pk: int) -> str:
     return Continuation.objects.values_list("status", flat=True).get(pk=continuation_pk)
 
 
 async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> None:
-    """Wait for the countdown: returns when it is cancelled (any process) or the time is up."""
+    """Wait for the countdown: returns when it is cancelled (any process), the time is up or
+    the server is stopping."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
     group = live.continuation_group(continuation_pk)
     await layer.group_add(group, channel)
+    stopping = watch_for().stopping
     try:
-        if await _continuation_status(continuation_pk) != Continuation.Status.COUNTING:
+        if await live.read(_continuation_status, continuation_pk) != Continuation.Status.COUNTING:
             return
+        waits = {
+            asyncio.ensure_future(layer.receive(channel)),
+            asyncio.ensure_future(stopping.wait()),
+        }
         try:
-            await asyncio.wait_for(layer.receive(channel), timeout)
-        except TimeoutError:
-            return
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
     finally:
         await layer.group_discard(group, channel)
+
+
+# Strong references: the event loop keeps only weak ones to the tasks it runs.
+_abandon_checks: set[asyncio.Task[None]] = set()
+
+
+def expire_if_abandoned(plan_ids: list[int]) -> None:
+    """A socket waiting on these plans closed: after the reconnect grace, each one that no
+    socket (of any process) watched again expires, so the board stops showing it as waiting."""
+    watch = watch_for()
+    if not plan_ids or watch.stopping.is_set():
+        return  # a stopping server closed the socket: the agent reconnects to the next one
+    since = timezone.now()
+
+    async def check() -> None:
+        await asyncio.sleep(settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS)
+        for plan_id in plan_ids:
+            try:
+                await write(plan_expire_unless_watched, plan_id=plan_id, since=since)
+            except Exception:
+                logger.exception("could not expire plan %s after its socket went away", plan_id)
+
+    task = asyncio.get_running_loop().create_task(check())
+    _abandon_checks.add(task)
+    task.add_done_callback(_abandon_checks.discard)
 
 
 async def stop_hook_answer(
@@ -103,6 +136,11 @@ async def stop_hook_answer(
         await wait_until_resolved_or_due(
             continuation.pk, settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS
         )
+        if watch_for().stopping.is_set():
+            await write(
+                enforcer.continuation_cancel, continuation_pk=continuation.pk, by="a server stop"
+            )
+            return {}
         finished = await write(enforcer.continuation_finish, continuation_pk=continuation.pk)
         if finished.continuation.status == Continuation.Status.SENT:
             return {"decision": "block", "reason": finished.continuation.prompt}

@@ -19,7 +19,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -116,6 +116,10 @@ class Writer:
         try:
             with transaction.atomic():
                 for job in batch:
+                    # A request that went away before its turn (its waiting task was
+                    # cancelled) is not written; one that is running can no longer be cancelled.
+                    if not job.future.set_running_or_notify_cancel():
+                        continue
                     try:
                         with transaction.atomic():
                             outcomes.append((job, job.func(**job.kwargs), None))
@@ -125,12 +129,11 @@ class Writer:
             logger.exception("a write batch of %d could not be committed", len(batch))
             connection.close_if_unusable_or_obsolete()
             for job in batch:
-                job.future.set_exception(_busy())
+                _refuse(job.future, _busy())
             return
         except BaseException as error:  # pragma: no cover - the thread must answer everyone
             for job in batch:
-                if not job.future.done():
-                    job.future.set_exception(error)
+                _refuse(job.future, error)
             raise
         from dashboard import live
 
@@ -144,6 +147,15 @@ class Writer:
             if changes:
                 live.publish(changes, loop=job.loop)
             job.future.set_result(result)
+
+
+def _refuse(future: Future, error: BaseException) -> None:
+    """Answer with an error unless already answered or given up on (from another thread)."""
+    try:
+        if not future.done():
+            future.set_exception(error)
+    except InvalidStateError:
+        pass
 
 
 writer = Writer()

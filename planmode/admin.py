@@ -7,12 +7,17 @@ from planmode.models import Decision, Plan
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """Plans and decisions are records: they change only through review, never by hand."""
+    """Plans and decisions are the audit record of who decided what: they change only through
+    review and are never deleted here. Without delete permission on them, the admin also
+    refuses to delete a session, agent or user whose plans would go with it."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
 

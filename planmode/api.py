@@ -9,6 +9,7 @@ from ninja import Path, Router
 from ninja.responses import Status
 
 from dashboard.edge import MAX_INTEGER
+from dashboard.security import public_url
 from dashboard.writer import write
 from planmode import selectors, services
 from planmode.models import Plan
@@ -43,7 +44,9 @@ async def plan_submit(
         idempotency_key=idempotency_key(request),
     )
     plan = submitted.plan
-    review_url = request.build_absolute_uri(reverse("plan-review", args=[plan.pk]))
+    review_url = public_url(
+        reverse("plan-review", args=[plan.pk]), host=request.get_host(), secure=request.is_secure()
+    )
     body = {
         "id": plan.pk,
         "revision": plan.revision,

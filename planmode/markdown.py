@@ -16,6 +16,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 TASK_PATTERN = re.compile(r"^\[([ xX])\]\s+")
+ALIGN_PATTERN = re.compile(r"^text-align:(left|center|right)$")
 
 ALLOWED_TAGS = set(
     "h1 h2 h3 h4 h5 h6 p br hr blockquote pre code span em strong s del a ul ol li input "
@@ -29,8 +30,8 @@ ALLOWED_ATTRIBUTES = {
     "ul": {"class"},
     "ol": {"start"},
     "input": {"type", "checked", "disabled"},
-    "th": {"style"},
-    "td": {"style"},
+    "th": {"class"},
+    "td": {"class"},
 }
 
 
@@ -71,6 +72,17 @@ def _task_lists(state: StateCore) -> None:
         tokens[index - 2].attrSet("class", "task-list-item")
 
 
+def _table_alignment(state: StateCore) -> None:
+    """Column alignment as a class (`align-right`) instead of a style attribute: the pages'
+    Content-Security-Policy allows no inline style."""
+    for token in state.tokens:
+        if token.type not in {"th_open", "td_open"}:
+            continue
+        match = ALIGN_PATTERN.match(str(token.attrs.pop("style", "")))
+        if match:
+            token.attrSet("class", f"align-{match.group(1)}")
+
+
 _parser = (
     MarkdownIt("commonmark", {"html": False, "highlight": _highlight})
     .enable(["table", "strikethrough"])
@@ -78,6 +90,7 @@ _parser = (
     .disable("image")
 )
 _parser.core.ruler.push("task_lists", _task_lists)
+_parser.core.ruler.push("table_alignment", _table_alignment)
 
 
 def render_plan(markdown: str) -> SafeString:
@@ -88,7 +101,6 @@ def render_plan(markdown: str) -> SafeString:
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         url_schemes={"http", "https", "mailto"},
-        filter_style_properties={"text-align"},
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,
     )

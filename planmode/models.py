@@ -18,6 +18,8 @@ class PlanStatus(models.TextChoices):
     REJECTED = "rejected", "rejected"
     WITHDRAWN = "withdrawn", "withdrawn"
     EXPIRED = "expired", "expired"
+    # The developer answered Claude Code's own prompt first and the agent moved on.
+    ANSWERED_IN_TERMINAL = "answered_in_terminal", "answered in the terminal"
 
 
 class ModeAfter(models.TextChoices):
@@ -43,7 +45,7 @@ class Plan(models.Model):
     markdown = models.TextField()
     plan_file_path = models.CharField(max_length=1000, blank=True)
     status = models.CharField(
-        max_length=10, choices=PlanStatus.choices, default=PlanStatus.PENDING, db_index=True
+        max_length=24, choices=PlanStatus.choices, default=PlanStatus.PENDING, db_index=True
     )
     # None until approved, as agents read it (`"mode_after": null`).
     mode_after = models.CharField(  # noqa: DJ001
@@ -62,6 +64,8 @@ class Plan(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
+    # When an agent socket last began waiting on it (a reconnecting `agentboard hook`).
+    watched_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices)
     # None when absent, so the unique constraint only covers keys that were sent.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
@@ -100,7 +104,7 @@ class Decision(models.Model):
     """How a plan revision ended: who, when, what they said. Written once, never edited."""
 
     plan = models.OneToOneField(Plan, on_delete=models.CASCADE, related_name="decision")
-    outcome = models.CharField(max_length=10, choices=PlanStatus.choices)
+    outcome = models.CharField(max_length=24, choices=PlanStatus.choices)
     mode_after = models.CharField(  # noqa: DJ001
         max_length=20, choices=ModeAfter.choices, null=True, blank=True
     )

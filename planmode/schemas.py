@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from dashboard.edge import column_length, text_type
 from planmode.models import Plan
 
-PlanStatusName = Literal["pending", "approved", "rejected", "withdrawn", "expired"]
+PlanStatusName = Literal[
+    "pending", "approved", "rejected", "withdrawn", "expired", "answered_in_terminal"
+]
 
 # The service refuses an empty or oversized plan with codes of their own (`empty_plan`,
 # `plan_too_large`); the schema publishes both limits.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from django.utils import timezone
 from dashboard.changes import Changes
 from dashboard.edge import text_problem
 from dashboard.errors import ServiceError
-from dashboard.models import PermissionMode, Session
+from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
 from planmode.models import Decision, ModeAfter, Plan, PlanStatus
 
@@ -166,6 +167,9 @@ def plan_submit(
             request_hash=request_hash,
         )
         agent_touch(agent=agent)
+        if source != Plan.Source.IMPORT and not agent.awaiting_plan:
+            Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
+            agent.awaiting_plan = True
         Session.objects.filter(pk=agent.session.pk).update(permission_mode=PermissionMode.PLAN)
         agent.session.permission_mode = PermissionMode.PLAN
         # A plan can be the first sign of an agent: its card and overview row appear too.
@@ -180,6 +184,11 @@ def _already_decided(plan: Plan) -> ServiceError:
         text = f"{who} already {plan.status} this plan at {when}"
     elif plan.status == PlanStatus.WITHDRAWN:
         text = "This plan was replaced by a newer revision before anyone decided"
+    elif plan.status == PlanStatus.ANSWERED_IN_TERMINAL:
+        text = (
+            "This plan was answered in the agent's terminal before anyone decided here, and "
+            "the agent has moved on"
+        )
     else:
         text = f"This plan is already {plan.status}"
     return ServiceError(
@@ -244,6 +253,39 @@ def plan_decide(
     return PlanChange(plan, _changes(decided=[plan]))
 
 
+def plans_answered_elsewhere(*, agent: Agent) -> Changes:
+    """The agent moved on while a plan of its waited for a reviewer: Claude Code shows its own
+    prompt beside the held hook, and the developer answered there first. Those plans become
+    answered in the terminal (their held hooks are let go with nothing to say, later decisions
+    are refused), so a late click can never change a session that went its own way."""
+    pending = list(
+        Plan.objects.select_related("session", "agent", "agent__session", "decided_by").filter(
+            agent=agent, status=PlanStatus.PENDING
+        )
+    )
+    Agent.objects.filter(pk=agent.pk).update(awaiting_plan=False)
+    agent.awaiting_plan = False
+    answered = [plan for plan in pending if _finish(plan, outcome=PlanStatus.ANSWERED_IN_TERMINAL)]
+    return _changes(decided=answered) if answered else Changes()
+
+
+def plan_watched(*, plan_id: int) -> None:
+    """An agent socket (re)started waiting on this plan."""
+    Plan.objects.filter(pk=plan_id, status=PlanStatus.PENDING).update(watched_at=timezone.now())
+
+
+def plan_expire_unless_watched(*, plan_id: int, since: datetime) -> PlanChange:
+    """The socket that waited on this plan closed at `since`: unless a socket (of any server
+    process) has watched it again since, nobody waits for it any more and it expires. Claude
+    Code kills a command hook without a word, so its socket closing is all the server hears."""
+    watched = Plan.objects.filter(
+        pk=plan_id, status=PlanStatus.PENDING, watched_at__gte=since
+    ).exists()
+    if watched:
+        return PlanChange(Plan(pk=plan_id))
+    return plan_expire(plan_id=plan_id)
+
+
 def plan_expire(*, plan_id: int) -> PlanChange:
     """Nobody decided in time (a held hook gave up): pending becomes expired; else nothing.
 
@@ -298,6 +340,11 @@ def plan_message(plan: Plan) -> str:
         return (
             "This plan was replaced by a newer revision from the same agent before anyone "
             "decided; only the newest revision will be decided."
+        )
+    if plan.status == PlanStatus.ANSWERED_IN_TERMINAL:
+        return (
+            "This plan was answered in your terminal before a reviewer decided on the board; "
+            "go on as you were told there."
         )
     if plan.status == PlanStatus.EXPIRED:
         return (

@@ -65,6 +65,20 @@ def db(transactional_db) -> None:
     a test's data must be committed to be seen there: every database test is transactional."""
 
 
+@pytest.fixture(autouse=True)
+def renders_finished_before_the_flush(request):
+    """A test may end while the render thread still reads what it wrote (the publisher's
+    coalesced flush). On PostgreSQL a join running beside the test's TRUNCATE can deadlock with
+    it, so the database test waits for queued renders first (set up after the database, so
+    torn down before its flush)."""
+    if request.node.get_closest_marker("django_db") or "transactional_db" in request.fixturenames:
+        request.getfixturevalue("_django_db_helper")
+    yield
+    from dashboard import live
+
+    live.drain()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def writer_and_render_connections_closed(django_db_setup):
     """The writer and render threads keep their connections open, and so does asgiref's shared
@@ -220,12 +234,13 @@ async def open_socket():
     communicators: list[WebsocketCommunicator] = []
 
     async def open_(path: str, headers: dict[str, str] | None = None):
+        # Every real client sends a Host header; the server of BROWSER_ORIGIN is the default.
+        sent = {"host": BROWSER_ORIGIN.removeprefix("http://")}
+        sent.update({name.lower(): value for name, value in (headers or {}).items()})
         communicator = WebsocketCommunicator(
             application,
             path,
-            headers=[
-                (name.lower().encode(), value.encode()) for name, value in (headers or {}).items()
-            ],
+            headers=[(name.encode(), value.encode()) for name, value in sent.items()],
         )
         communicators.append(communicator)
         accepted, _ = await communicator.connect(timeout=5)
@@ -351,11 +366,13 @@ def server_factory(tmp_path) -> Iterator:
                 database["url"], database["name"] = create_database(os.environ["DATABASE_URL"])
             database_url = database["url"]
         if shared_with is not None:
-            # Same SQLite file and secret key when there is no PostgreSQL.
-            shutil.copy(Path(shared_with.env["AGENTBOARD_DATA_DIR"]) / "secret_key", data_dir)
+            shared_dir = Path(shared_with.env["AGENTBOARD_DATA_DIR"])
             if database_url is None:
+                # Without PostgreSQL: the same data folder (SQLite file and secret key).
                 data_dir.rmdir()
-                data_dir = Path(shared_with.env["AGENTBOARD_DATA_DIR"])
+                data_dir = shared_dir
+            else:
+                shutil.copy(shared_dir / "secret_key", data_dir)
         port = free_port()
         server = LiveServer(
             url=f"http://127.0.0.1:{port}",

@@ -14,7 +14,7 @@ from dashboard.writer import write
 from planmode.models import Plan
 from todos import services
 from todos.models import TodoRevision
-from todos.schemas import ErrorOut, TodoReadOut, TodoWriteIn, TodoWriteOut
+from todos.schemas import ErrorOut, SessionOut, TodoReadOut, TodoWriteIn, TodoWriteOut
 
 router = Router(tags=["todos"])
 
@@ -86,4 +86,17 @@ async def todo_write(
 async def todo_read(request: HttpRequest, session_id: AgentPathId, agent_id: AgentPathId) -> dict:
     return await database_sync_to_async(services.todo_list_read)(
         owner=request.auth, session_id=session_id, agent_id=agent_id
+    )
+
+
+@router.get(
+    "/sessions/{session_id}",
+    response={200: SessionOut, 401: ErrorOut, 404: ErrorOut},
+    summary="A session with every agent's list and progress",
+    exclude_none=True,
+)
+async def session_read(request: HttpRequest, session_id: str) -> dict:
+    """Only sessions reported with your token; any other id is 404."""
+    return await database_sync_to_async(services.session_read)(
+        owner=request.auth, session_id=session_id
     )

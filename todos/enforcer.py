@@ -174,20 +174,37 @@ def _changed(agent: Agent, events: Sequence[EnforcerEvent] = ()) -> Changes:
     return changes
 
 
-def list_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]) -> list[str]:
-    statuses = [item["status"] for item in new]
-    flags = []
+# Judged on a settled list: a burst of todo calls passes through these states (Task tools create
+# items one at a time, all pending; concurrent hooks of one turn arrive in any order), so they
+# are flagged only when the agent takes a step of other work while the list is so.
+SETTLED_FLAGS = ("multiple_in_progress", "no_in_progress")
+
+
+def list_conditions(items: Sequence[Mapping[str, str]]) -> list[str]:
+    """The settled-list problems of these items (flagged at the agent's next other step)."""
+    statuses = [item["status"] for item in items]
+    conditions = []
     if statuses.count(TodoStatus.IN_PROGRESS) > 1:
-        flags.append("multiple_in_progress")
+        conditions.append("multiple_in_progress")
     if TodoStatus.IN_PROGRESS not in statuses and TodoStatus.PENDING in statuses:
-        flags.append("no_in_progress")
+        conditions.append("no_in_progress")
+    return conditions
+
+
+def write_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]) -> list[str]:
+    """Problems of the write itself, flagged at once."""
     done_before = {i["content"] for i in old if i["status"] == TodoStatus.COMPLETED}
     newly_done = [
         i for i in new if i["status"] == TodoStatus.COMPLETED and i["content"] not in done_before
     ]
     if len(newly_done) > 1 and any(i["status"] != TodoStatus.COMPLETED for i in old):
-        flags.append("batch_completion")
-    return flags
+        return ["batch_completion"]
+    return []
+
+
+def list_flags(old: Sequence[Mapping[str, str]], new: Sequence[Mapping[str, str]]) -> list[str]:
+    """Every problem of this write and its list, however long the list stays so."""
+    return list_conditions(new) + write_flags(old, new)
 
 
 def on_todo_write(
@@ -195,18 +212,25 @@ def on_todo_write(
 ) -> Changes:
     """A write resets the step counter, re-evaluates the flags and cancels any countdown.
 
-    Runs inside the write's transaction.
+    A settled-list flag already raised stays while its condition holds; a new condition waits
+    for the agent's next step of other work (`on_step`). Runs inside the write's transaction.
     """
     tracking = tracking_for(agent)
     tracking.steps_since_write = 0
-    events = _set_flags(agent, tracking, list_flags(old, new))
+    tracking.held_flags = list_conditions(new)
+    kept = [flag for flag in tracking.current_flags if flag in tracking.held_flags]
+    events = _set_flags(agent, tracking, kept + write_flags(old, new))
     connection = transaction.get_connection()
     with connection.cursor() as cursor:
         # On every write: plain SQL, as compiling the ORM's UPDATE costs more than running it.
         cursor.execute(
-            "UPDATE todos_agenttracking SET steps_since_write = 0, current_flags = %s "
-            "WHERE id = %s",
-            [connection.ops.adapt_json_value(tracking.current_flags, None), tracking.pk],
+            "UPDATE todos_agenttracking SET steps_since_write = 0, current_flags = %s, "
+            "held_flags = %s WHERE id = %s",
+            [
+                connection.ops.adapt_json_value(tracking.current_flags, None),
+                connection.ops.adapt_json_value(tracking.held_flags, None),
+                tracking.pk,
+            ],
         )
     return _changed(agent, events).merge(
         _cancel_counting(agent, reason="the agent updated its todo list")
@@ -240,10 +264,14 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> In
         tracking.steps_since_write += 1
         tracking.steps_since_reminder += 1
         changes = _cancel_counting(agent, reason="the agent became active again")
+        # Other work while the list is in a doubtful state: now it is worth a flag.
+        due = [flag for flag in tracking.held_flags if flag not in tracking.current_flags]
+        settled = _set_flags(agent, tracking, [*tracking.current_flags, *due]) if due else []
         if deliver:
             reminder, recorded = _take_reminder_if_due(agent, tracking)
         else:
             reminder, recorded = None, _mark_stale(agent, tracking)
+        recorded = [*settled, *recorded]
         _save_step_counters(tracking)
         if recorded:
             changes.merge(_changed(agent, recorded))
@@ -251,9 +279,9 @@ def on_step(*, agent: Agent, key: str | None = None, deliver: bool = True) -> In
 
 
 _QUIET_STEP_STATE = """
-    SELECT a.status, a.agent_type, a.last_seen_at, s.id, s.owner_id, s.permission_mode,
-           s.ended_at, s.cwd, s.last_seen_at, t.id, t.steps_since_write, t.steps_since_reminder,
-           t.current_flags, t.seen_step_keys,
+    SELECT a.status, a.agent_type, a.last_seen_at, a.awaiting_plan, s.id, s.owner_id,
+           s.permission_mode, s.ended_at, s.cwd, s.last_seen_at, t.id, t.steps_since_write,
+           t.steps_since_reminder, t.current_flags, t.seen_step_keys, t.held_flags,
            EXISTS (
                SELECT 1 FROM todos_continuation c WHERE c.agent_id = a.id AND c.status = %s
            )
@@ -312,6 +340,7 @@ def quiet_step(
             status,
             known_type,
             agent_seen,
+            awaiting_plan,
             session_pk,
             session_owner,
             mode,
@@ -323,16 +352,19 @@ def quiet_step(
             steps_since_reminder,
             flags,
             seen_keys,
+            held,
             counting,
         ) = row
         if tracking_pk is None:
             return False
         seen_keys = json.loads(seen_keys) if isinstance(seen_keys, str) else seen_keys
         flags = json.loads(flags) if isinstance(flags, str) else flags
+        held = json.loads(held) if isinstance(held, str) else held
         # Once stale, the flag is up already; only a reminder coming due needs the full path.
         stale_next = steps_since_write + 1 >= settings.AGENTBOARD_REMINDER_STEPS_SINCE_WRITE
         reminder_due = steps_since_reminder + 1 >= settings.AGENTBOARD_REMINDER_STEPS_BETWEEN
         news = stale_next and ("stale_list" not in flags or reminder_due)
+        news = news or any(flag not in flags for flag in held)
         if (
             session_owner != owner_pk
             or status != Agent.Status.RUNNING
@@ -342,6 +374,7 @@ def quiet_step(
             or (cwd and not known_cwd)
             or counting
             or news
+            or awaiting_plan
         ):
             return False
         if key in seen_keys:

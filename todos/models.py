@@ -94,6 +94,9 @@ class AgentTracking(models.Model):
     last_error_at = models.DateTimeField(null=True, blank=True)
     # Discipline flags that hold now, as codes (see todos.enforcer.FLAGS).
     current_flags = models.JSONField(default=list)
+    # Conditions of the current list (e.g. nothing in progress) that become flags once the
+    # agent works on with the list so, not while a burst of todo calls passes through them.
+    held_flags = models.JSONField(default=list)
     seen_step_keys = models.JSONField(default=list)
 
     def __str__(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -87,6 +88,30 @@ class TodoReadOut(BaseModel):
     revision: int
     todos: list[TodoOut]
     progress: Progress
+
+
+class AgentOut(BaseModel):
+    agent_id: str
+    agent_type: str = Field(
+        description="The subagent's type (e.g. Explore); empty for the main agent."
+    )
+    main: bool
+    status: Literal["running", "stopped"]
+    revision: int
+    todos: list[TodoOut]
+    progress: Progress
+
+
+class SessionOut(BaseModel):
+    session_id: str
+    project: str
+    cwd: str
+    permission_mode: str
+    started_at: datetime
+    last_seen_at: datetime
+    ended_at: datetime | None = Field(None, description="Absent while the session runs.")
+    agents: list[AgentOut]
+    progress: Progress = Field(description="All agents' items together.")
 
 
 class ErrorBody(BaseModel):

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from dashboard.changes import Changes
 from dashboard.errors import ServiceError
-from dashboard.models import Agent, PermissionMode
+from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import (
     ResolvedAgent,
     agent_resolve_for_update,
@@ -309,7 +309,7 @@ def todo_list_store(
 
 
 def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> dict:
-    """TodoRead: the current list; an unknown agent has an empty one."""
+    """TodoRead: the current list; an unknown agent (or another user's) has an empty one."""
     validate_id(session_id, name="session_id")
     validate_id(agent_id, name="agent_id")
     agent = (
@@ -318,17 +318,59 @@ def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
         .prefetch_related("todos")
         .first()
     )
-    if agent is None:
+    # Another user's agent reads as an unknown one: no answer tells which sessions exist.
+    if agent is None or agent.session.owner_id != owner.pk:
         return {"revision": 0, "todos": [], "progress": progress_of([]).model_dump()}
-    if agent.session.owner_id != owner.pk:
-        raise ServiceError(
-            "session_forbidden",
-            "This session was reported with another user's token; use that user's token for it.",
-            status=403,
-        )
     items = current_todos(agent)
     return {
         "revision": agent.todo_revision,
         "todos": items,
         "progress": progress_of(items).model_dump(),
+    }
+
+
+_SESSION_TODOS = """
+    SELECT agent_id, content, status, active_form, external_id, priority FROM todos_todo
+    WHERE agent_id IN (SELECT id FROM dashboard_agent WHERE session_id = %s)
+    ORDER BY agent_id, position
+"""
+
+
+def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
+    """A session of this owner with every agent's current list and progress, in two queries.
+    Unknown, or another user's, is the same 404."""
+    session = Session.objects.filter(session_id=session_id, owner=owner).first()
+    if session is None:
+        raise ServiceError(
+            "session_not_found",
+            "No session with this id was reported with your token.",
+            status=404,
+        )
+    agents = list(session.agents.order_by("started_at", "pk"))
+    todos: dict[int, list[dict[str, str]]] = {agent.pk: [] for agent in agents}
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION_TODOS, [session.pk])
+        for agent_pk, *row in cursor.fetchall():
+            todos[agent_pk].append(_wire(*row))
+    return {
+        "session_id": session.session_id,
+        "project": session.project,
+        "cwd": session.cwd,
+        "permission_mode": session.permission_mode,
+        "started_at": session.started_at,
+        "last_seen_at": session.last_seen_at,
+        "ended_at": session.ended_at,
+        "agents": [
+            {
+                "agent_id": agent.agent_id,
+                "agent_type": agent.agent_type,
+                "main": agent.agent_id == session.session_id,
+                "status": agent.status,
+                "revision": agent.todo_revision,
+                "todos": todos[agent.pk],
+                "progress": progress_of(todos[agent.pk]).model_dump(),
+            }
+            for agent in agents
+        ],
+        "progress": progress_of(item for items in todos.values() for item in items).model_dump(),
     }

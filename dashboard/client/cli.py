@@ -78,7 +78,18 @@ def _parser() -> argparse.ArgumentParser:
         help="Install 'agentboard hook' command hooks instead of HTTP hooks.",
     )
     install.add_argument(
-        "--remove", action="store_true", help="Remove Agentboard's hooks and nothing else."
+        "--remove",
+        action="store_true",
+        help="Remove Agentboard's hooks (and the todo tools switch) and nothing else.",
+    )
+    install.add_argument(
+        "--no-todo-tools",
+        dest="todo_tools",
+        action="store_false",
+        help=(
+            "Do not set CLAUDE_CODE_ENABLE_TODO_TOOLS=1 in the settings' env (Claude Code "
+            "2.1.233+ offers TodoWrite and the Task tools only with it); removes it if set."
+        ),
     )
     return parser
 
@@ -125,7 +136,13 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
     path = settings_path(project=args.project, user=args.user)
     try:
-        outcome = install_hooks(path, url=url, command=args.use_command, remove=args.remove)
+        outcome = install_hooks(
+            path,
+            url=url,
+            command=args.use_command,
+            remove=args.remove,
+            todo_tools=args.todo_tools,
+        )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)
         return 1

@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-FALLBACK_REJECTION = "The reviewer rejected the plan; revise it and submit it again."
+
+def rejection_text(feedback: str) -> str:
+    """What the model reads when the server sent no text of its own (an older server)."""
+    said = f" Their feedback:\n{feedback}\n\n" if feedback else " "
+    return f"The reviewer rejected this plan.{said}Revise the plan and present it again."
 
 
 def permission_decision(plan: Mapping[str, Any], tool_input: Mapping[str, Any]) -> dict[str, Any]:
@@ -22,7 +26,9 @@ def permission_decision(plan: Mapping[str, Any], tool_input: Mapping[str, Any]) 
                 {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
             ]
     elif status == "rejected":
-        message = plan.get("feedback") or plan.get("message") or FALLBACK_REJECTION
+        # The server's message says the plan was rejected, gives the feedback and what to do
+        # next: the feedback alone would reach the model as a bare sentence.
+        message = plan.get("message") or rejection_text(str(plan.get("feedback") or ""))
         decision = {"behavior": "deny", "message": message}
     else:
         return {}

@@ -9,11 +9,13 @@ the plan again. Whatever goes wrong, the hook exits 0 without output, so Claude 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -47,7 +49,9 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
     try:
         payload = _read_payload(stdin)
         if is_plan_permission_request(payload):
-            output = asyncio.run(wait_for_plan_decision(config, payload, stderr))
+            output = asyncio.run(
+                _while_parent_lives(wait_for_plan_decision(config, payload, stderr))
+            )
         else:
             output = forward(config, payload)
     except HookFailed as failure:
@@ -55,6 +59,26 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
         return 0
     print(json.dumps(output), file=stdout)
     return 0
+
+
+# How often a waiting hook checks that Claude Code, its parent, is still there.
+PARENT_CHECK_SECONDS = 0.5
+
+
+async def _while_parent_lives(waiting: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """The wait's answer, or `{}` at once when the parent process is gone: Claude Code may kill
+    a hook's parent shell or exit without waiting, and an orphaned hook must not linger. Its
+    closed socket then lets the server expire the plan after a short grace."""
+    parent = os.getppid()
+    task = asyncio.ensure_future(waiting)
+    while not task.done():
+        await asyncio.wait({task}, timeout=PARENT_CHECK_SECONDS)
+        if not task.done() and os.getppid() != parent:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return {}
+    return task.result()
 
 
 def _read_payload(stdin: TextIO) -> dict[str, Any]:

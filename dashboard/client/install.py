@@ -44,6 +44,15 @@ HOOKED_EVENTS: list[tuple[str, str | None, int]] = [
     ("PermissionRequest", "ExitPlanMode", PLAN_HOOK_TIMEOUT),
 ]
 
+# Claude Code refuses HTTP hooks for these events ("HTTP hooks are not supported for
+# SessionStart"): they always get the `agentboard hook` command, which forwards to the server.
+COMMAND_ONLY_EVENTS = frozenset({"SessionStart"})
+
+# Claude Code 2.1.233+ offers neither TodoWrite nor the Task tools to its newest models unless
+# this is set; without them an agent's card stays empty. install-hooks sets it in the settings'
+# `env` block, unless told not to.
+TODO_TOOLS_VARIABLE = "CLAUDE_CODE_ENABLE_TODO_TOOLS"
+
 OUR_COMMAND = re.compile(r"(^|[\s/])agentboard\s+hook(\s|$)")
 
 
@@ -92,9 +101,17 @@ def is_ours(handler: Any) -> bool:
 
 
 def merge_hooks(
-    settings: dict[str, Any], *, url: str | None, command: bool = False, remove: bool = False
+    settings: dict[str, Any],
+    *,
+    url: str | None,
+    command: bool = False,
+    remove: bool = False,
+    todo_tools: bool = True,
 ) -> dict[str, Any]:
-    """The settings with Agentboard's hooks replaced (or removed); the input is not changed."""
+    """The settings with Agentboard's hooks replaced (or removed); the input is not changed.
+
+    Installing also switches Claude Code's todo tools on (`todo_tools`), or off again when
+    False; removing switches them off again, as before the install."""
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks", {})
     if not isinstance(hooks, dict):
@@ -123,8 +140,10 @@ def merge_hooks(
             raise SettingsError("Give the server's address with --url.")
         for event, matcher, timeout in HOOKED_EVENTS:
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-            group["hooks"] = [our_handler(url=url, timeout=timeout, command=command)]
+            as_command = command or event in COMMAND_ONLY_EVENTS
+            group["hooks"] = [our_handler(url=url, timeout=timeout, command=as_command)]
             hooks.setdefault(event, []).append(group)
+    _switch_todo_tools(merged, on=todo_tools and not remove)
     if hooks:
         merged["hooks"] = hooks
     else:
@@ -132,8 +151,27 @@ def merge_hooks(
     return merged
 
 
+def _switch_todo_tools(settings: dict[str, Any], *, on: bool) -> None:
+    env = settings.get("env", {})
+    if not isinstance(env, dict):
+        raise SettingsError("'env' in the settings file is not an object; fix it by hand first.")
+    if on:
+        env[TODO_TOOLS_VARIABLE] = "1"
+    elif env.get(TODO_TOOLS_VARIABLE) == "1":
+        del env[TODO_TOOLS_VARIABLE]
+    if env:
+        settings["env"] = env
+    else:
+        settings.pop("env", None)
+
+
 def install_hooks(
-    path: Path, *, url: str | None, command: bool = False, remove: bool = False
+    path: Path,
+    *,
+    url: str | None,
+    command: bool = False,
+    remove: bool = False,
+    todo_tools: bool = True,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
     if path.exists():
@@ -148,7 +186,7 @@ def install_hooks(
             raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
     else:
         text, current = None, {}
-    merged = merge_hooks(current, url=url, command=command, remove=remove)
+    merged = merge_hooks(current, url=url, command=command, remove=remove, todo_tools=todo_tools)
     if merged == current:
         return Outcome(path=path, changed=False, backup=None)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ STATUS_ICONS = {
     "rejected": "✗",
     "withdrawn": "↺",
     "expired": "⌛",
+    "answered_in_terminal": "⌨",
 }
 
 

@@ -11,7 +11,10 @@ on a shared, noisy machine:
   held hook) hearing it, with 1,000 idle agent sockets open; and the POST's own answer;
 - live updates: 100 board sockets on one session while 100 writes per second arrive;
 - memory per idle agent socket and per idle browser socket (1,000 of each);
-- with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one.
+- held hooks: 300 ExitPlanMode hooks held at once while TodoWrite hooks arrive at 100/s, their
+  p99 next to the same load without them, then every held hook answered by a reviewer;
+- with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one, and
+  the held hooks again, spread over two processes.
 
 It prints a table; it asserts nothing (timings belong here, not in tests). `--smoke` runs every
 part briefly with few sockets: CI uses it to prove the benchmark runs.
@@ -36,11 +39,11 @@ from pathlib import Path
 
 import websockets
 
-from tests.bench.load import Connection, Run, closed_loop, http_request, open_loop
+from tests.bench.load import Connection, Response, Run, closed_loop, http_request, open_loop
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
 
 CLIENTS = 16
-PARTS = ("ingest", "decisions", "live", "memory", "scale")
+PARTS = ("ingest", "decisions", "held", "live", "memory", "scale")
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -389,6 +392,116 @@ def _latest_plan_id(server: LiveServer, session: str) -> int | None:
     return found[0] if found else None
 
 
+def _query(server: LiveServer, sql: str, params: tuple) -> list[tuple]:
+    """Read the server's database directly (SQLite file or PostgreSQL); `%s` placeholders."""
+    url = server.env.get("DATABASE_URL", "")
+    if url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(url) as connection:
+            return connection.execute(sql, params).fetchall()
+    import sqlite3
+
+    database = Path(server.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
+    with sqlite3.connect(database) as connection:
+        return connection.execute(sql.replace("%s", "?"), params).fetchall()
+
+
+async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label: str) -> None:
+    """Hundreds of agents waiting on a reviewer must cost the others nothing."""
+    print(
+        f"\nHeld hooks, {label}: {held} ExitPlanMode hooks held while TodoWrite arrives at 100/s:"
+    )
+    first = servers[0]
+    todo_write = hook_maker(first.token, "todowrite")
+
+    async def ingest_at_100() -> Run:
+        runs = await asyncio.gather(
+            *(
+                open_loop(server.port, todo_write, rate=100 / len(servers), seconds=seconds)
+                for server in servers
+            )
+        )
+        return Run(
+            seconds=max(run.seconds for run in runs),
+            latencies=[latency for run in runs for latency in run.latencies],
+            statuses={
+                status: sum(run.statuses.get(status, 0) for run in runs)
+                for status in {status for run in runs for status in run.statuses}
+            },
+        )
+
+    await ingest_at_100()  # warm-up
+    before = await ingest_at_100()
+    tag = uuid.uuid4().hex[:8]
+    hooks: list[asyncio.Future] = []
+    for n in range(held):
+        server = servers[n % len(servers)]
+        body = {
+            "session_id": f"held-{tag}-{n}",
+            "hook_event_name": "PermissionRequest",
+            "cwd": "/work/bench",
+            "permission_mode": "plan",
+            "tool_name": "ExitPlanMode",
+            "tool_input": {"plan": f"# Held plan {n}\n"},
+        }
+        request = http_request(
+            "POST",
+            "/hooks/claude-code",
+            body=body,
+            headers={"Authorization": f"Bearer {first.token}"},
+        )
+        connection = await Connection.open(server.port)
+        hooks.append(asyncio.ensure_future(connection.send(request)))
+    pending_sql = (
+        "SELECT p.id FROM planmode_plan p JOIN dashboard_session s ON p.session_id = s.id "
+        "WHERE s.session_id LIKE %s AND p.status = 'pending'"
+    )
+    deadline = time.perf_counter() + 60
+    plan_ids: list[int] = []
+    while len(plan_ids) < held and time.perf_counter() < deadline:
+        await asyncio.sleep(0.2)
+        plan_ids = [
+            found
+            for (found,) in await asyncio.to_thread(_query, first, pending_sql, (f"held-{tag}-%",))
+        ]
+    answered_early = sum(1 for hook in hooks if hook.done())
+    if first.env.get("DATABASE_URL", "").startswith("postgres"):
+        sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        [(connections,)] = await asyncio.to_thread(_query, first, sql, ())
+        row(
+            f"database connections while {held} hooks are held",
+            f"{connections - 1:6d}",
+            f"{len(servers)} processes; waiting must hold none",
+            check(connections - 1 <= 4 * len(servers)),
+        )
+    during = await ingest_at_100()
+    p99_before, p99_during = before.percentile(0.99), during.percentile(0.99)
+    row(
+        f"TodoWrite hook p99 with {held} held (without)",
+        f"{p99_during:6.1f} ms",
+        f"without: {p99_before:.1f} ms; goal ≤ 2 x; {during.errors} errors",
+        check(p99_during <= 2 * max(p99_before, 5.0) and not during.errors),
+    )
+    browser = login(first)
+    reviewer = await Connection.open(first.port)
+    for plan_id in plan_ids:
+        await reviewer.send(decide_request(browser, plan_id))
+    reviewer.close()
+    results = await asyncio.wait_for(asyncio.gather(*hooks, return_exceptions=True), 60)
+    allowed = sum(
+        1
+        for result in results
+        if isinstance(result, Response) and result.status == 200 and b'"allow"' in result.body
+    )
+    row(
+        "held hooks answered with the reviewer's decision",
+        f"{allowed:6d} of {held}",
+        f"{len(plan_ids)} plans waited, {answered_early} answered before the decision",
+        check(allowed == held and not answered_early),
+    )
+
+
 async def live_updates(server: LiveServer, seconds: float, browsers: int, agents: int) -> None:
     print(
         f"\nLive updates: {browsers} board sockets on one session, "
@@ -495,35 +608,46 @@ async def memory(server: LiveServer, count: int) -> None:
     )
 
 
-async def scale_out(tmp: Path, seconds: float) -> None:
+async def services(tmp: Path, seconds: float, parts: set[str], held: int) -> None:
+    """PostgreSQL + Redis: two processes against one database."""
     base = os.environ.get("DATABASE_URL", "")
     if not (base.startswith("postgres") and os.environ.get("REDIS_URL")):
-        print("\nScale-out skipped: set DATABASE_URL (PostgreSQL) and REDIS_URL to measure it.")
-        return
-    print("\nScale-out, PostgreSQL + Redis:")
-    url, name = create_database(base)
-    try:
-        with running_server(tmp, "pg-a", DATABASE_URL=url, PREFIX="bench") as first:
-            make = hook_maker(first.token, "step")
-            await closed_loop(first.port, make, clients=CLIENTS, seconds=1)
-            one = await closed_loop(first.port, make, clients=CLIENTS, seconds=seconds)
-            env = {"DATABASE_URL": url, "PREFIX": "bench"}
-            with running_server(tmp, "pg-b", **env) as second:
-                # Each process gets its own agents, as a load balancer spreading sessions would.
-                other = hook_maker(first.token, "step", first_client=CLIENTS)
-                await closed_loop(second.port, other, clients=CLIENTS // 2, seconds=1)
-                results = await asyncio.gather(
-                    closed_loop(first.port, make, clients=CLIENTS // 2, seconds=seconds),
-                    closed_loop(second.port, other, clients=CLIENTS // 2, seconds=seconds),
-                )
-            both = sum(result.rate for result in results)
-        row("one process, hook tool steps", f"{one.rate:8.0f} req/s")
-        row(
-            "two processes, same database",
-            f"{both:8.0f} req/s",
-            f"{both / one.rate:.2f} x one process (goal ≥ 1.6 x)",
-            check(both / one.rate >= 1.6),
+        print(
+            "\nScale-out and held hooks on two processes skipped: set DATABASE_URL (PostgreSQL) "
+            "and REDIS_URL to measure them."
         )
+        return
+    url, name = create_database(base)
+    env = {"DATABASE_URL": url, "PREFIX": f"bench-{uuid.uuid4().hex[:8]}"}
+    try:
+        with running_server(tmp, "pg-a", **env) as first:
+            if "scale" in parts:
+                print("\nScale-out, PostgreSQL + Redis:")
+                make = hook_maker(first.token, "step")
+                await closed_loop(first.port, make, clients=CLIENTS, seconds=1)
+                one = await closed_loop(first.port, make, clients=CLIENTS, seconds=seconds)
+            with running_server(tmp, "pg-b", **env) as second:
+                second.token = first.token
+                if "scale" in parts:
+                    # Each process gets its own agents, as a load balancer spreading sessions.
+                    other = hook_maker(first.token, "step", first_client=CLIENTS)
+                    await closed_loop(second.port, other, clients=CLIENTS // 2, seconds=1)
+                    results = await asyncio.gather(
+                        closed_loop(first.port, make, clients=CLIENTS // 2, seconds=seconds),
+                        closed_loop(second.port, other, clients=CLIENTS // 2, seconds=seconds),
+                    )
+                    both = sum(result.rate for result in results)
+                    row("one process, hook tool steps", f"{one.rate:8.0f} req/s")
+                    row(
+                        "two processes, same database",
+                        f"{both:8.0f} req/s",
+                        f"{both / one.rate:.2f} x one process (goal ≥ 1.6 x)",
+                        check(both / one.rate >= 1.6),
+                    )
+                if "held" in parts:
+                    await held_hooks(
+                        [first, second], seconds, held, "PostgreSQL + Redis, two processes"
+                    )
     finally:
         drop_database(base, name)
 
@@ -540,13 +664,16 @@ async def main(arguments: argparse.Namespace) -> None:
             if "decisions" in parts:
                 rounds, idle = (10, 50) if arguments.smoke else (100, 1000)
                 await decisions(server, rounds=rounds, idle=idle)
+            if "held" in parts:
+                held = 30 if arguments.smoke else 300
+                await held_hooks([server], seconds, held, "embedded default (SQLite)")
             if "live" in parts:
                 browsers = 10 if arguments.smoke else 100
                 await live_updates(server, seconds, browsers=browsers, agents=20)
             if "memory" in parts:
                 await memory(server, 50 if arguments.smoke else 1000)
-        if "scale" in parts:
-            await scale_out(tmp, seconds)
+        if parts & {"scale", "held"}:
+            await services(tmp, seconds, parts, 30 if arguments.smoke else 300)
     print("\nDone.")
 
 

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -119,10 +121,10 @@ def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
 
     code, stdout, stderr = hook.finish()
     assert code == 0, stderr
-    assert json.loads(stdout)["hookSpecificOutput"]["decision"] == {
-        "behavior": "deny",
-        "message": "Split it into two plans.",
-    }
+    decision = json.loads(stdout)["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert decision["message"].startswith("The reviewer did not approve the plan")
+    assert "Their feedback:\nSplit it into two plans.\n" in decision["message"]
 
 
 def test_a_decision_taken_while_the_server_was_down_is_not_lost(
@@ -180,3 +182,60 @@ def test_the_client_does_not_import_django():
         "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django'"
     )
     subprocess.run([sys.executable, "-c", check], cwd=ROOT, check=True, timeout=60)
+
+
+def exited(pid: int) -> bool:
+    """Gone, or a zombie nobody reaped yet (an orphan's new parent may never reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_hook_whose_claude_code_went_away_exits_and_its_plan_expires(server_factory, tmp_path):
+    server = server_factory(env={"AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS": "0.5"})
+    payload = tmp_path / "input.json"
+    payload.write_text(json.dumps(load_fixture("permission_request_exit_plan_mode.json")))
+    stderr = tmp_path / "hook.err"
+    # Claude Code's place: a parent that starts the hook, then dies without a word.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "hook = subprocess.Popen([sys.executable, '-m', 'dashboard.client', 'hook'],"
+            " stdin=open(sys.argv[1]), stderr=open(sys.argv[2], 'w'))\n"
+            "print(hook.pid, flush=True)\n"
+            "time.sleep(120)\n",
+            str(payload),
+            str(stderr),
+        ],
+        cwd=ROOT,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")},
+            "AGENTBOARD_URL": server.url,
+            "AGENTBOARD_TOKEN": server.token,
+        },
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    hook_pid = int(parent.stdout.readline())
+    deadline = time.monotonic() + 30
+    while "is waiting for a reviewer" not in stderr.read_text():
+        assert time.monotonic() < deadline, stderr.read_text()
+        time.sleep(0.05)
+    plan_id = plan_id_from(stderr.read_text())
+
+    parent.kill()
+    parent.wait(5)
+
+    deadline = time.monotonic() + 10
+    while not exited(hook_pid):
+        assert time.monotonic() < deadline, "the orphaned hook is still running"
+        time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while api_get(server, f"/api/v1/plans/{plan_id}")["status"] != "expired":
+        assert time.monotonic() < deadline, "the abandoned plan still shows as waiting"
+        time.sleep(0.05)

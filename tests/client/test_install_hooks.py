@@ -57,8 +57,13 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
     ]
     ours = settings["hooks"]["PostToolUse"][-1]
     assert "matcher" not in ours, "every tool use is a step for the todo reminders"
+    # Claude Code refuses HTTP hooks for SessionStart: it gets the command, even in HTTP mode.
+    assert handlers(settings, "SessionStart") == [
+        {"type": "command", "command": f"agentboard hook --url {URL}", "timeout": 30}
+    ]
+    # Without this, Claude Code 2.1.233+ offers no todo tools and the cards stay empty.
+    assert settings["env"] == {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
     for event in (
-        "SessionStart",
         "SessionEnd",
         "SubagentStart",
         "SubagentStop",
@@ -134,6 +139,19 @@ def test_remove_leaves_a_group_shared_with_someone_elses_hook(project):
     main(["install-hooks", "--remove", "--project", str(project)])
 
     assert read(project) == EXISTING
+
+
+def test_the_todo_tools_switch_can_be_left_out_and_keeps_other_variables(project):
+    settings = read(project)
+    settings["env"] = {"DEBUG": "1"}
+    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+    assert read(project)["env"] == {"DEBUG": "1", "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+
+    main(["install-hooks", "--url", URL, "--project", str(project), "--no-todo-tools"])
+    assert read(project)["env"] == {"DEBUG": "1"}
+    assert handlers(read(project), "PermissionRequest")
 
 
 def test_the_command_variant_installs_agentboard_hook(project):

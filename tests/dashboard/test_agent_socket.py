@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from dashboard import services
 from dashboard.models import AgentToken, Session
+from dashboard.services import TOKEN_CACHE_SECONDS
 from tests.conftest import todo, write_todos
 from todos.models import TodoRevision
 
@@ -62,6 +65,42 @@ async def test_it_closes_a_socket_with_a_revoked_token_with_4401(open_socket, to
     socket, _ = await open_socket("/ws/agent/", {"Authorization": f"Bearer {token}"})
 
     assert await socket.receive_output(timeout=2) == CLOSED_UNAUTHENTICATED
+
+
+def revoke_in_the_admin() -> None:
+    for token in AgentToken.objects.all():
+        token.revoked_at = timezone.now()
+        token.save()
+
+
+async def test_revoking_a_token_closes_the_sockets_open_with_it(agent_socket):
+    await assert_still_answers(agent_socket)
+    await database_sync_to_async(revoke_in_the_admin)()
+    assert await agent_socket.receive_output(timeout=2) == CLOSED_UNAUTHENTICATED
+
+
+async def test_deactivating_the_user_closes_the_sockets_of_their_tokens(agent_socket, user):
+    await assert_still_answers(agent_socket)
+    user.is_active = False
+    await database_sync_to_async(user.save)()
+    assert await agent_socket.receive_output(timeout=2) == CLOSED_UNAUTHENTICATED
+
+
+async def test_a_socket_whose_token_was_revoked_elsewhere_can_not_write_after_a_second(
+    agent_socket, monkeypatch
+):
+    await assert_still_answers(agent_socket)
+    # Revoked by another process whose push to this socket was lost.
+    await database_sync_to_async(AgentToken.objects.update)(revoked_at=timezone.now())
+    later = time.monotonic() + TOKEN_CACHE_SECONDS + 0.01
+    monkeypatch.setattr(services, "monotonic", lambda: later)
+
+    await agent_socket.send_json_to(write_frame(session_id="after-revoke"))
+
+    assert await agent_socket.receive_output(timeout=2) == CLOSED_UNAUTHENTICATED
+    assert not await database_sync_to_async(
+        Session.objects.filter(session_id="after-revoke").exists
+    )()
 
 
 async def test_it_closes_a_socket_with_a_bad_token_in_the_query_with_4401(open_socket):

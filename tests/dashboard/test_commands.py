@@ -63,7 +63,8 @@ def test_the_first_start_creates_a_reviewer_and_a_token_and_prints_them_once(cli
     raw = re.search(r"^\s+(ab_\S+)$", output, re.MULTILINE).group(1)
     lead = User.objects.get()
     assert (lead.username, lead.is_superuser) == ("lead", True)
-    assert client.login(username="lead", password=password)
+    login = client.post("/accounts/login/", {"username": "lead", "password": password})
+    assert login.status_code == 302
     assert AgentToken.objects.get().key_hash == hash_token(raw)
     assert AgentApi(client, raw).get_todos("s", "s").status_code == 200
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from dashboard.models import Agent, Session
 from tests.conftest import parse_html, todo, write_todos
+from todos import enforcer
 
 pytestmark = pytest.mark.django_db
 
@@ -197,6 +198,9 @@ def test_a_card_shows_the_older_items_priority(logged_in, user):
 )
 def test_a_card_flags_a_list_with_a_discipline_problem(logged_in, user, statuses, flag):
     write_todos(user, SESSION, SESSION, [todo(f"T{n}", s) for n, s in enumerate(statuses)])
+    # Flagged once the agent works on with the list so (a step of other work).
+    agent = Agent.objects.select_related("session").get(agent_id=SESSION)
+    enforcer.on_step(agent=agent, key="toolu_read")
 
     card = card_of(page(logged_in, f"/sessions/{SESSION}/"), "main")
 

@@ -190,3 +190,26 @@ def test_fifty_concurrent_writers_get_no_server_error(server_factory, tmp_path, 
         statuses = list(pool.map(lambda n: put(server, n, session=f"many-{n}"), range(100)))
     assert [status for status in statuses if status >= 500] == []
     assert statuses == [200] * 100
+
+
+async def test_a_request_that_goes_away_before_its_write_does_not_stop_the_others():
+    from dashboard.writer import write
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(10)
+        return "first"
+
+    first = asyncio.ensure_future(write(slow))
+    await asyncio.to_thread(started.wait, 5)
+    # Queued behind the slow write: one request goes away, the other waits for its answer.
+    gone = asyncio.ensure_future(write(lambda: "gone"))
+    waiting = asyncio.ensure_future(write(lambda: "third"))
+    await asyncio.sleep(0.05)
+    gone.cancel()
+    release.set()
+
+    assert await asyncio.wait_for(first, 5) == "first"
+    assert await asyncio.wait_for(waiting, 5) == "third"

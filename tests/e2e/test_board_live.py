@@ -62,7 +62,7 @@ def test_a_card_ticks_along_after_an_api_write_without_reload(agentboard_server,
         ],
     )
     page.wait_for_function(
-        "document.querySelector('article.card').innerText.includes('Tasks (1/3)')"
+        "() => document.querySelector('article.card').innerText.includes('Tasks (1/3)')"
     )
     assert page.evaluate("window.__marker") == "not reloaded"
     assert page.evaluate("window.__pwned") is None
@@ -112,6 +112,6 @@ def test_the_board_reconnects_after_a_server_restart_and_shows_what_it_missed(
     )
     page.wait_for_selector("#connection[data-state=live]", timeout=60_000)
     page.wait_for_function(
-        "document.querySelector('article.card').innerText.includes('Tasks (1/2)')"
+        "() => document.querySelector('article.card').innerText.includes('Tasks (1/2)')"
     )
     assert "Deploying…" in page.locator("article.card .is-in_progress").inner_text()

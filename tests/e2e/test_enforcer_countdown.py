@@ -74,7 +74,7 @@ def test_the_lead_watches_the_countdown_and_cancels_it(slow_countdown_server, pa
     assert "(2 tasks left)" in toast.inner_text()
     first = int(toast.locator(".countdown-number").inner_text())
     page.wait_for_function(
-        f"Number(document.querySelector('.toast .countdown-number').textContent) < {first}"
+        f"() => Number(document.querySelector('.toast .countdown-number').textContent) < {first}"
     )
     screenshot(page, "enforcer-countdown")
 
@@ -96,5 +96,7 @@ def test_without_a_cancel_the_agent_is_continued(server_factory, page):
     answer, _ = post_stop_hook(server)
     assert answer["decision"] == "block"
     assert "Status: 1/3 completed, 2 remaining" in answer["reason"]
-    page.wait_for_function("document.querySelector('#history').innerText.includes('Continued')")
+    page.wait_for_function(
+        "() => document.querySelector('#history').innerText.includes('Continued')"
+    )
     assert page.locator("article.card .toast").count() == 0

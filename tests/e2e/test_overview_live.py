@@ -40,7 +40,7 @@ def test_the_overview_row_moves_along_and_new_sessions_appear_without_reload(
         ],
     )
     page.wait_for_function(
-        "document.querySelector('.session-row .count').innerText.trim() === '1/2'"
+        "() => document.querySelector('.session-row .count').innerText.trim() === '1/2'"
     )
     assert "Running the tests" in row.locator(".activity").inner_text()
 
@@ -56,7 +56,7 @@ def test_the_overview_row_moves_along_and_new_sessions_appear_without_reload(
             },
         ],
     )
-    page.wait_for_function("document.querySelectorAll('.session-row').length === 2")
+    page.wait_for_function("() => document.querySelectorAll('.session-row').length === 2")
     assert "Writing the guide" in page.locator(".session-row").first.inner_text()
     assert page.evaluate("window.__marker") == "not reloaded"
     screenshot(page, "overview-live")
@@ -100,7 +100,9 @@ def test_a_collapsed_card_stays_collapsed_after_reload_and_live_updates(agentboa
             },
         ],
     )
-    page.wait_for_function("document.querySelector('article.card').innerText.includes('(1/2)')")
+    page.wait_for_function(
+        "() => document.querySelector('article.card').innerText.includes('(1/2)')"
+    )
     assert not card.locator(".todo-list").is_visible()
 
     card.locator(".collapse-toggle").click()

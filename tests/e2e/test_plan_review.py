@@ -98,7 +98,7 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         row.wait_for()
         assert "Pagination for the orders API" in row.inner_text()
         assert "waiting" in row.inner_text()
-        page.wait_for_function("document.title === '(1) Plans · Agentboard'")
+        page.wait_for_function("() => document.title === '(1) Plans · Agentboard'")
         assert page.locator("#plans-waiting").inner_text() == "1 plan waiting"
         assert page.evaluate("window.__marker") == "not reloaded"
         screenshot(page, "plan-queue")

@@ -111,3 +111,26 @@ def test_a_stop_with_unfinished_tasks_is_continued_after_the_countdown(hook, set
     answer = hook(load_fixture("stop.json")).json()
     assert answer["decision"] == "block"
     assert "Status: 1/2 completed, 1 remaining" in answer["reason"]
+
+
+def test_task_tool_bursts_raise_no_flag_but_other_work_on_a_doubtful_list_does(hook):
+    from todos.models import AgentTracking
+
+    def create(n: int) -> None:
+        hook(
+            load_fixture(
+                "post_tool_use_task_create.json",
+                tool_use_id=f"toolu_create_{n}",
+                tool_input={"subject": f"Task {n}", "activeForm": f"Doing task {n}"},
+                tool_response={"task": {"id": str(n)}},
+                permission_mode="acceptEdits",  # as in bash(): nothing new for the fast path
+            )
+        )
+
+    bash(hook, 0)  # the agent is known: its steps take the fast path from here on
+    for n in (1, 2, 3):
+        create(n)
+    assert AgentTracking.objects.get().current_flags == []
+    # Three pending, none started, and the agent goes on with other work: now it is a flag.
+    bash(hook, 1)
+    assert AgentTracking.objects.get().current_flags == ["no_in_progress"]

@@ -58,6 +58,16 @@ def test_a_subagent_gets_its_own_card_labelled_with_its_type_and_stops(hook):
     assert Agent.objects.get(agent_id=SESSION_ID).status == Agent.Status.RUNNING
 
 
+def test_the_subagent_stop_sent_by_compact_adds_no_phantom_card(hook):
+    hook(load_fixture("session_start.json"))
+    # /compact sends a SubagentStop (agent_type "") for a subagent that never started.
+    compacting = load_fixture("subagent_stop.json", agent_id="acompact0001", agent_type="")
+
+    assert hook(compacting).json() == {}
+
+    assert list(Agent.objects.values_list("agent_id", flat=True)) == [SESSION_ID]
+
+
 def test_session_end_ends_the_session_and_a_resume_brings_it_back(hook):
     hook(load_fixture("session_start.json"))
     hook(load_fixture("subagent_start.json"))
@@ -299,15 +309,65 @@ def test_task_completed_marks_the_item_done(hook):
     assert len(revisions()) == 3
 
 
-def test_task_created_adds_a_task_the_board_missed_once(hook):
+def test_task_created_adds_a_task_once_and_the_tools_own_hook_adds_its_spinner_text(hook):
+    # Claude Code sends TaskCreated before the PostToolUse of the TaskCreate that made it.
     created = load_fixture("task_completed.json", hook_event_name="TaskCreated")
 
     hook(created)
     hook(created)
+    assert Agent.objects.get(agent_id=SESSION_ID).todos.get().active_form == ""
     hook(load_fixture("post_tool_use_task_create.json"))
 
     assert todos_of() == [("Wire the toggle into the header", "pending")]
-    assert len(revisions()) == 1
+    todo = Agent.objects.get(agent_id=SESSION_ID).todos.get()
+    assert todo.active_form == "Wiring the toggle into the header"
+    assert len(revisions()) == 2
+
+
+def subagent_task_create(task_id: str = "7", subject: str | None = None) -> dict:
+    payload = load_fixture(
+        "post_tool_use_task_create.json",
+        agent_id=SUBAGENT_ID,
+        agent_type="Explore",
+        tool_use_id=f"toolu_sub_create_{task_id}",
+        tool_response={"task": {"id": task_id}},
+    )
+    if subject:
+        payload["tool_input"] = {"subject": subject}
+    return payload
+
+
+def test_a_subagents_task_events_without_agent_id_go_to_its_own_card(hook):
+    """Claude Code 2.1.19x: TaskCreated / TaskCompleted carry no agent_id, even for a
+    subagent's tasks; the task id its own TaskCreate reported says whose they are."""
+    hook(load_fixture("post_tool_use_todowrite.json"))
+    main_before = todos_of()
+    hook(subagent_task_create())
+    hook(subagent_task_create("8", "Read the routes"))
+
+    hook(load_fixture("task_completed.json"))
+
+    assert todos_of(SUBAGENT_ID) == [
+        ("Wire the toggle into the header", "completed"),
+        ("Read the routes", "pending"),
+    ]
+    assert todos_of() == main_before
+
+
+def test_a_subagents_task_announced_before_its_own_hook_moves_to_its_card(hook):
+    hook(load_fixture("post_tool_use_todowrite.json"))
+    main_before = todos_of()
+    # TaskCreated first, without agent_id: it can only land on the main card...
+    hook(load_fixture("task_completed.json", hook_event_name="TaskCreated"))
+    assert len(todos_of()) == len(main_before) + 1
+
+    # ...until the subagent's own TaskCreate hook says whose it is.
+    hook(subagent_task_create())
+
+    assert todos_of() == main_before
+    assert todos_of(SUBAGENT_ID) == [("Wire the toggle into the header", "pending")]
+    todo = Agent.objects.get(agent_id=SUBAGENT_ID).todos.get()
+    assert todo.active_form == "Wiring the toggle into the header"
 
 
 def test_an_update_of_an_unknown_task_changes_nothing(hook):

@@ -117,12 +117,15 @@ async def test_a_rejection_denies_with_the_reviewers_feedback(board):
 
     await board.decide(plan, "reject", "Use CSS variables instead of a context.")
 
-    assert await answer(held) == {
-        "hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": {"behavior": "deny", "message": "Use CSS variables instead of a context."},
-        }
-    }
+    output = await answer(held)
+    assert output["hookSpecificOutput"]["hookEventName"] == "PermissionRequest"
+    decision = output["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    # The model reads that the plan was rejected, then the feedback, then what to do next.
+    message = decision["message"]
+    assert message.startswith("The reviewer did not approve the plan")
+    assert "Their feedback:\nUse CSS variables instead of a context.\n" in message
+    assert message.endswith("Rework the plan with this in mind and submit it again.")
     session = await Session.objects.aget(session_id=SESSION_ID)
     assert session.permission_mode == "plan"
 
@@ -178,9 +181,8 @@ async def test_the_same_request_delivered_twice_waits_on_one_plan(board):
     await board.decide(plan, "reject", "Too big; split it.")
 
     for held in (first, second):
-        assert (await answer(held))["hookSpecificOutput"]["decision"]["message"] == (
-            "Too big; split it."
-        )
+        message = (await answer(held))["hookSpecificOutput"]["decision"]["message"]
+        assert "Their feedback:\nToo big; split it.\n" in message
     assert await Plan.objects.acount() == 1
 
 
@@ -288,6 +290,86 @@ async def test_many_held_requests_wait_at_once_and_each_gets_its_own_answer(boar
     for n, task in enumerate(held):
         decision = (await answer(task))["hookSpecificOutput"]["decision"]
         if n % 2:
-            assert decision == {"behavior": "deny", "message": f"No to {n}."}
+            assert decision["behavior"] == "deny"
+            assert f"Their feedback:\nNo to {n}.\n" in decision["message"]
         else:
             assert decision["updatedInput"]["plan"] == f"# Plan {n}\n\nDo step {n}.\n"
+
+
+# --- answered in the terminal ----------------------------------------------------------------
+
+
+def bash_step(**changes) -> dict:
+    return load_fixture(
+        "post_tool_use_todowrite.json",
+        tool_name="Bash",
+        tool_input={"command": "ls"},
+        tool_use_id="toolu_after_terminal",
+        **changes,
+    )
+
+
+@pytest.mark.parametrize(
+    "moved_on",
+    [
+        pytest.param(bash_step(permission_mode="default"), id="a tool use"),
+        pytest.param(
+            load_fixture("post_tool_use_exit_plan_mode.json"), id="ExitPlanMode ran anyway"
+        ),
+        pytest.param(load_fixture("user_prompt_submit.json"), id="a prompt"),
+        pytest.param(load_fixture("stop.json"), id="Stop"),
+    ],
+)
+async def test_an_agent_that_moved_on_answered_its_plan_in_the_terminal(board, moved_on):
+    """Claude Code shows its own prompt beside the held hook; answered there first, the agent
+    goes on and never closes the held request."""
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+
+    response = await board.hook(moved_on)
+
+    assert response.status_code == 200
+    assert await answer(held) == {}  # released, with nothing to say
+    await plan.arefresh_from_db()
+    assert plan.status == "answered_in_terminal"
+    assert plan.decided_by is None
+    # A late click on the board changes nothing, least of all the session's mode.
+    await board.browser.aforce_login(board.reviewer)
+    late = await board.browser.post(
+        f"/plans/{plan.pk}/decide/", {"action": "approve_auto"}, headers={"HX-Request": "true"}
+    )
+    assert late.status_code == 409
+    assert "answered in the agent&#x27;s terminal" in late.content.decode()
+    assert "Answered in the terminal" in late.content.decode()  # the plan's own status
+    await plan.arefresh_from_db()
+    assert plan.status == "answered_in_terminal"
+    session = await Session.objects.aget(session_id=SESSION_ID)
+    assert session.permission_mode != "acceptEdits"
+
+
+async def test_a_notification_while_the_plan_waits_is_not_moving_on(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+    notification = load_fixture(
+        "stop.json", hook_event_name="Notification", message="Claude needs your permission"
+    )
+
+    assert (await board.hook(notification)).status_code == 200
+
+    await asyncio.sleep(0.2)
+    assert not held.done()
+    await board.decide(plan, "approve")
+    assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+
+
+async def test_after_a_board_decision_the_agents_next_steps_leave_the_plan_alone(board):
+    held = board.hold(load_fixture("permission_request_exit_plan_mode.json"))
+    plan = await board.plan_waiting(held)
+    await board.decide(plan, "approve")
+    await answer(held)
+
+    await board.hook(load_fixture("post_tool_use_exit_plan_mode.json"))
+    await board.hook(bash_step())
+
+    await plan.arefresh_from_db()
+    assert plan.status == "approved"

@@ -31,6 +31,15 @@ def test_submitting_a_plan_answers_201_with_id_revision_status_and_review_url(ag
     assert plan.source == "api"
 
 
+def test_the_review_url_uses_the_public_address_when_one_is_set(agent_api, settings):
+    settings.AGENTBOARD_PUBLIC_URL = "https://board.example.com"
+
+    response = agent_api.post(PLANS, {"plan": PLAN})
+
+    plan_id = response.json()["id"]
+    assert response.json()["review_url"] == f"https://board.example.com/plans/{plan_id}/"
+
+
 def test_a_resubmission_is_revision_2_and_withdraws_revision_1(agent_api):
     first = agent_api.post(PLANS, {"plan": PLAN}).json()
     second = agent_api.post(PLANS, {"plan": PLAN + "2. Tests\n"}).json()

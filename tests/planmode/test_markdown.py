@@ -39,7 +39,8 @@ def test_a_checkbox_pattern_outside_a_list_stays_text():
 def test_tables_render_with_their_alignment():
     html = render_plan("| name | size |\n|:--|--:|\n| a | 1 |\n")
     assert "<table>" in html
-    assert '<td style="text-align:right">1</td>' in html
+    assert '<td class="align-right">1</td>' in html
+    assert "style=" not in html
 
 
 def test_code_blocks_with_a_known_language_are_highlighted():

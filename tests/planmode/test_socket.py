@@ -11,7 +11,8 @@ from dashboard.consumers import BoardConsumer
 from dashboard.errors import ServiceError
 from dashboard.routing import websocket_application
 from dashboard.waiting import wait_for_decision
-from dashboard.writer import write
+from dashboard.watch import watch_for
+from dashboard.writer import write, write_sync
 from planmode.models import Plan
 from planmode.services import plan_decide, plan_submit
 
@@ -36,7 +37,7 @@ async def agent_socket(token: str) -> WebsocketCommunicator:
     communicator = WebsocketCommunicator(
         websocket_application,
         "/ws/agent/",
-        headers=[(b"authorization", f"Bearer {token}".encode()), (b"host", b"board.test")],
+        headers=[(b"authorization", f"Bearer {token}".encode()), (b"host", b"localhost:8000")],
     )
     connected, _ = await communicator.connect()
     assert connected
@@ -68,7 +69,7 @@ async def test_exit_plan_mode_is_acked_with_the_pending_plan_state(token):
     assert reply["type"] == "ack" and reply["id"] == "f1"
     assert reply["result"]["id"] == plan.pk
     assert (reply["result"]["revision"], reply["result"]["status"]) == (1, "pending")
-    assert reply["result"]["review_url"] == f"http://board.test/plans/{plan.pk}/"
+    assert reply["result"]["review_url"] == f"http://localhost:8000/plans/{plan.pk}/"
     assert plan.source == "socket" and plan.plan_file_path == "/home/dev/.claude/plans/paging.md"
     await agent.disconnect()
 
@@ -170,12 +171,13 @@ async def test_an_empty_plan_frame_is_refused_with_422(token):
 
 async def test_a_waiter_wakes_up_when_the_plan_is_decided(user, reviewer, monkeypatch):
     plan = await submit(user)
+    loop = asyncio.get_running_loop()
     first_read = asyncio.Event()
     load = waiting._plan_state_now
 
-    async def load_and_tell(plan_id: int) -> dict | None:
-        found = await load(plan_id)
-        first_read.set()
+    def load_and_tell(plan_id: int) -> dict | None:
+        found = load(plan_id)
+        loop.call_soon_threadsafe(first_read.set)
         return found
 
     monkeypatch.setattr(waiting, "_plan_state_now", load_and_tell)
@@ -192,9 +194,9 @@ async def test_a_decision_made_before_the_waiter_reads_is_not_lost(user, reviewe
     plan = await submit(user)
     load = waiting._plan_state_now
 
-    async def decide_then_load(plan_id: int) -> dict | None:
-        await decide(plan_id=plan_id, reviewer=reviewer, approve=False, feedback="No.")
-        return await load(plan_id)
+    def decide_then_load(plan_id: int) -> dict | None:
+        write_sync(plan_decide, plan_id=plan_id, reviewer=reviewer, approve=False, feedback="No.")
+        return load(plan_id)
 
     monkeypatch.setattr(waiting, "_plan_state_now", decide_then_load)
     decided = await asyncio.wait_for(wait_for_decision(plan.pk, timeout=30), 5)
@@ -208,6 +210,50 @@ async def test_a_waiter_gives_none_when_nobody_decides_in_time(user):
 
 async def test_a_waiter_for_an_unknown_plan_gives_none_at_once():
     assert await asyncio.wait_for(wait_for_decision(12345, timeout=30), 5) is None
+
+
+def decide_without_push(plan_id: int, reviewer) -> None:
+    """A decision whose push is lost: committed as a reviewer's process would, by a process
+    that dies before it publishes (nothing goes through this process's writer)."""
+    plan_decide(plan_id=plan_id, reviewer=reviewer, approve=True)
+
+
+async def test_a_held_hook_hears_a_decision_whose_push_was_lost(user, reviewer, settings):
+    settings.AGENTBOARD_DECISION_RESYNC_SECONDS = 0.2
+    plan = await submit(user)
+    waiter = asyncio.create_task(wait_for_decision(plan.pk, timeout=30))
+    await asyncio.sleep(0.1)
+    await database_sync_to_async(decide_without_push)(plan.pk, reviewer)
+    decided = await asyncio.wait_for(waiter, 5)
+    assert (decided["status"], decided["decided_by"]) == ("approved", "lead")
+
+
+async def test_an_agent_socket_hears_a_decision_whose_push_was_lost(token, reviewer, settings):
+    settings.AGENTBOARD_DECISION_RESYNC_SECONDS = 0.2
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+    await database_sync_to_async(decide_without_push)(plan_id, reviewer)
+    pushed = await agent.receive_json_from(timeout=5)
+    assert pushed["type"] == "plan_decided" and pushed["plan"]["status"] == "approved"
+    # Once only, although the sweep and any later push both know of it.
+    await asyncio.sleep(0.5)
+    assert await agent.receive_nothing(timeout=0.3)
+    await agent.disconnect()
+
+
+async def test_a_stopping_server_lets_every_held_hook_go(user):
+    plan = await submit(user)
+    waiter = asyncio.create_task(wait_for_decision(plan.pk, timeout=30))
+    await asyncio.sleep(0.1)
+    watch = watch_for()
+    try:
+        watch.stop()
+        assert await asyncio.wait_for(waiter, 5) is None
+        # One that starts waiting during the stop does not wait either.
+        assert await asyncio.wait_for(wait_for_decision(plan.pk, timeout=30), 5) is None
+    finally:
+        watch.stopping.clear()
 
 
 # --- browsers -------------------------------------------------------------------------------
@@ -284,6 +330,49 @@ async def test_the_overview_row_says_a_plan_is_waiting(token, reviewer):
     assert "1 plan waiting" in row and "⏸ plan mode on" in row
     await agent.disconnect()
     await browser.disconnect()
+
+
+async def plan_status(plan_id: int) -> str:
+    return (await Plan.objects.aget(pk=plan_id)).status
+
+
+async def test_a_plan_whose_socket_went_away_for_good_expires_after_the_grace(token, settings):
+    settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = 0.2
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+
+    # Killed without a word, as Claude Code kills a command hook.
+    await agent.disconnect()
+
+    assert await plan_status(plan_id) == "pending"
+    for _ in range(100):
+        if await plan_status(plan_id) == "expired":
+            break
+        await asyncio.sleep(0.05)
+    assert await plan_status(plan_id) == "expired"
+
+
+async def test_a_socket_that_comes_back_in_time_keeps_its_plan_waiting(token, settings):
+    settings.AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = 0.5
+    agent = await agent_socket(token)
+    await agent.send_json_to(exit_plan_mode())
+    plan_id = (await agent.receive_json_from(timeout=5))["result"]["id"]
+    await agent.disconnect()
+
+    again = await agent_socket(token)
+    await again.send_json_to({"type": "watch_plan", "id": "w", "plan_id": plan_id})
+    assert (await again.receive_json_from(timeout=5))["result"]["status"] == "pending"
+    await asyncio.sleep(1.0)
+
+    assert await plan_status(plan_id) == "pending"
+    await again.disconnect()
+    # Gone for good this time.
+    for _ in range(100):
+        if await plan_status(plan_id) == "expired":
+            break
+        await asyncio.sleep(0.05)
+    assert await plan_status(plan_id) == "expired"
 
 
 async def test_an_agent_that_stops_waiting_expires_its_plan(token, reviewer):

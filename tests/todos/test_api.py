@@ -266,13 +266,55 @@ def test_it_refuses_a_write_into_another_users_session(agent_api, other_user):
     assert board_state() == before
 
 
-def test_it_refuses_to_read_another_users_session(agent_api, other_user):
+def test_reading_another_users_session_answers_as_for_an_unknown_one(agent_api, other_user):
     write_todos(other_user, SESSION, SESSION, [todo("Their task")])
 
-    response = agent_api.get_todos(SESSION, SESSION)
+    theirs = agent_api.get_todos(SESSION, SESSION)
+    unknown = agent_api.get_todos("never-reported", "never-reported")
 
-    assert response.status_code == 403
-    assert "Their task" not in response.content.decode()
+    # No answer tells that the session exists.
+    assert (theirs.status_code, theirs.json()) == (unknown.status_code, unknown.json())
+    assert "Their task" not in theirs.content.decode()
+
+
+# --- GET /sessions/{id} ----------------------------------------------------------------------
+
+
+def test_a_session_reads_with_every_agents_list_and_progress(
+    agent_api, django_assert_max_num_queries
+):
+    agent_api.put_todos(SESSION, SESSION, {"todos": LIST})
+    subagent = [todo("Map the routes", "in_progress")]
+    agent_api.put_todos(SESSION, "sub-1", {"todos": subagent}, query={"agent_type": "Explore"})
+
+    with django_assert_max_num_queries(4):
+        response = agent_api.get(f"/api/v1/sessions/{SESSION}")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["session_id"] == SESSION and "ended_at" not in body  # still running
+    main, sub = body["agents"]
+    assert (main["agent_id"], main["main"], main["todos"]) == (SESSION, True, LIST)
+    assert (sub["agent_id"], sub["agent_type"], sub["main"]) == ("sub-1", "Explore", False)
+    assert sub["progress"] == {
+        "completed": 0,
+        "in_progress": 1,
+        "pending": 0,
+        "cancelled": 0,
+        "total": 1,
+    }
+    assert body["progress"]["total"] == len(LIST) + 1
+
+
+def test_an_unknown_session_and_another_users_session_are_the_same_404(agent_api, other_user):
+    write_todos(other_user, "theirs", "theirs", [todo("Their task")])
+
+    theirs = agent_api.get("/api/v1/sessions/theirs")
+    unknown = agent_api.get("/api/v1/sessions/nobodys")
+
+    assert theirs.status_code == unknown.status_code == 404
+    assert theirs.json() == unknown.json()
+    assert error_of(theirs)["code"] == "session_not_found"
 
 
 # --- 409 --------------------------------------------------------------------------------------

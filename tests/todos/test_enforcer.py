@@ -166,8 +166,54 @@ def test_one_item_completed_at_a_time_raises_no_batch_flag(user):
 def test_a_flag_is_recorded_once_while_it_holds(user):
     pending_only = [{"content": "A", "status": "pending"}, {"content": "B", "status": "pending"}]
     agent = write(user, pending_only)
+    steps(agent, 1, "first")
     write(user, pending_only)
+    steps(agent, 2, "second")
     assert EnforcerEvent.objects.filter(agent=agent, code="no_in_progress").count() == 1
+
+
+def flags_of(agent) -> list[str]:
+    return AgentTracking.objects.get(agent=agent).current_flags
+
+
+@pytest.mark.django_db
+def test_a_burst_of_task_tool_calls_raises_no_flag_on_its_way(user):
+    """Task tools add items one at a time, all pending, then start one: no flag for that."""
+    agent = write(user, [{"content": "A", "status": "pending"}])
+    write(user, [{"content": "A", "status": "pending"}, {"content": "B", "status": "pending"}])
+    write(user, [{"content": "A", "status": "in_progress"}, {"content": "B", "status": "pending"}])
+    steps(agent, 3)
+    assert flags_of(agent) == []
+    assert not EnforcerEvent.objects.filter(agent=agent, kind="flag").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("statuses", "flag"),
+    [(["pending", "pending"], "no_in_progress"), (["in_progress"] * 2, "multiple_in_progress")],
+)
+def test_a_doubtful_list_is_flagged_when_the_agent_works_on_with_it(user, statuses, flag):
+    agent = write(user, [{"content": f"T{n}", "status": s} for n, s in enumerate(statuses)])
+    assert flags_of(agent) == []
+
+    steps(agent, 1)
+
+    assert flags_of(agent) == [flag]
+    assert EnforcerEvent.objects.filter(agent=agent, code=flag).count() == 1
+    # Fixed by the next write: the flag goes.
+    write(
+        user, [{"content": "T0", "status": "in_progress"}, {"content": "T1", "status": "pending"}]
+    )
+    assert flags_of(agent) == []
+
+
+@pytest.mark.django_db
+def test_a_raised_flag_stays_through_a_write_that_keeps_the_problem(user):
+    pending_only = [{"content": "A", "status": "pending"}, {"content": "B", "status": "pending"}]
+    agent = write(user, pending_only)
+    steps(agent, 1)
+    write(user, [*pending_only, {"content": "C", "status": "pending"}])
+    assert flags_of(agent) == ["no_in_progress"]
 
 
 # --- the continuation enforcer -------------------------------------------------------------

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
@@ -28,11 +29,27 @@ class Command(BaseCommand):
             self._bootstrap(host=host, port=port)
         self.stdout.write(f"Agentboard is serving on http://{host}:{port}/ (Ctrl+C stops it).")
         self.stdout.flush()
-        from dashboard.server import BoundedCommandLineInterface
+        from daphne.cli import CommandLineInterface
 
-        BoundedCommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--proxy-headers", "dashboard.asgi:application"]
-        )
+        from dashboard import live
+        from dashboard.server import AgentboardServer
+        from dashboard.writer import writer
+
+        class Daphne(CommandLineInterface):
+            server_class = AgentboardServer
+
+        arguments = ["--bind", host, "--port", str(port)]
+        if settings.AGENTBOARD_TRUSTED_PROXY:
+            # Client address and scheme from X-Forwarded-For/-Proto: anyone could send those,
+            # so they count only when a proxy in front sets them.
+            arguments.append("--proxy-headers")
+        try:
+            Daphne().run([*arguments, "dashboard.asgi:application"])
+        finally:
+            # Everything answered has been committed; finish anything queued after it.
+            writer.stop()
+            live.close_connection()
+        self.stdout.write("Agentboard stopped.")
 
     def _bootstrap(self, *, host: str, port: int) -> None:
         """On the very first start: a reviewer account and an agent token, printed once."""

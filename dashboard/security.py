@@ -1,0 +1,149 @@
+"""Who may talk to the dashboard and what browsers are told: the browser socket's origin check,
+links built from request headers, and the headers every response carries."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from asgiref.sync import iscoroutinefunction
+from channels.security.websocket import WebsocketDenier
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, HttpResponse
+from django.http.request import is_same_domain, split_domain_port, validate_host
+from django.utils.decorators import sync_and_async_middleware
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def scope_header(scope: dict[str, Any], name: bytes) -> str:
+    """One request header of an ASGI scope ("" when absent); `name` in lower case."""
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return ""
+
+
+def scope_is_secure(scope: dict[str, Any]) -> bool:
+    """Whether the socket arrived over TLS: directly, or at a trusted proxy that says so."""
+    if scope.get("scheme") in {"wss", "https"}:
+        return True
+    forwarded = scope_header(scope, b"x-forwarded-proto").split(",")[0].strip().lower()
+    return settings.AGENTBOARD_TRUSTED_PROXY and forwarded == "https"
+
+
+def allowed_host(host: str) -> bool:
+    """Whether a Host header names this dashboard (one of ALLOWED_HOSTS), as Django checks it."""
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+
+
+def public_url(path: str, *, host: str, secure: bool) -> str:
+    """The address to give out for `path`: AGENTBOARD_PUBLIC_URL when set, else the request's
+    host when it is one of ours, else the path alone (never a host an attacker sent)."""
+    if settings.AGENTBOARD_PUBLIC_URL:
+        return settings.AGENTBOARD_PUBLIC_URL + path
+    if host and allowed_host(host):
+        return f"{'https' if secure else 'http'}://{host}{path}"
+    return path
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) origin, the port filled in; None if it is not one."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname, port or DEFAULT_PORTS[parts.scheme]
+
+
+def origin_allowed(origin: str, *, host: str, secure: bool) -> bool:
+    """Whether a page at `origin` may use this dashboard's login: the origin the request came
+    to (if its Host is one of ours) or one of CSRF_TRUSTED_ORIGINS, by scheme, host and port."""
+    given = _origin(origin)
+    if given is None or not allowed_host(host):
+        return False
+    if given == _origin(f"{'https' if secure else 'http'}://{host}"):
+        return True
+    for trusted in settings.CSRF_TRUSTED_ORIGINS:
+        pattern = _origin(trusted)
+        if pattern is None or (pattern[0], pattern[2]) != (given[0], given[2]):
+            continue
+        if given[1] == pattern[1]:
+            return True
+        # "https://*.example.com" trusts every subdomain, as Django's CSRF check does.
+        if pattern[1].startswith("*.") and is_same_domain(given[1], pattern[1][1:]):
+            return True
+    return False
+
+
+class BrowserOriginValidator:
+    """Lets a browser socket through only from the dashboard's own pages; any other origin
+    gets a refused handshake (403) before the consumer runs. A browser sends its login cookie
+    whatever page opens the socket, so without this any site could read the board."""
+
+    def __init__(self, application: Callable[..., Awaitable[None]]) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        allowed = origin_allowed(
+            scope_header(scope, b"origin"),
+            host=scope_header(scope, b"host"),
+            secure=scope_is_secure(scope),
+        )
+        if not allowed:
+            await WebsocketDenier()(scope, receive, send)
+            return
+        await self.application(scope, receive, send)
+
+
+def content_security_policy(request: HttpRequest) -> str:
+    """No inline script or style anywhere; scripts, styles and sockets from this host only."""
+    try:
+        host = request.get_host()
+    except DisallowedHost:  # the 400 page for a Host that is not ours
+        host = ""
+    # Older Safari does not count ws:// and wss:// of the same host as 'self'.
+    sockets = f" ws://{host} wss://{host}" if host else ""
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{sockets}; object-src 'none'; frame-ancestors 'none'; "
+        "base-uri 'self'; form-action 'self'"
+    )
+
+
+def _with_security_headers(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    # Every answer shows someone's sessions and plans or one token's data: no browser or
+    # proxy cache may keep it (views that set their own Cache-Control keep it).
+    if "Cache-Control" not in response:
+        response["Cache-Control"] = "private, no-store"
+    is_html = response.get("Content-Type", "").startswith("text/html")
+    if is_html and "Content-Security-Policy" not in response:
+        response["Content-Security-Policy"] = content_security_policy(request)
+    # Over HTTPS the login and CSRF cookies must never leak onto plain http; over plain http
+    # (the embedded default) a Secure cookie would not come back and login would fail.
+    if request.is_secure():
+        for cookie in response.cookies.values():
+            cookie["secure"] = True
+    return response
+
+
+@sync_and_async_middleware
+def security_headers(get_response: Callable) -> Callable:
+    """Cache-Control, Content-Security-Policy and Secure cookies on every dynamic response."""
+    if iscoroutinefunction(get_response):
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            return _with_security_headers(request, await get_response(request))
+
+    else:
+
+        def middleware(request: HttpRequest) -> HttpResponse:
+            return _with_security_headers(request, get_response(request))
+
+    return middleware

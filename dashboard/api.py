@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 
+from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.services import token_owner
 
@@ -18,6 +22,13 @@ class BearerToken(HttpBearer):
 
     async def authenticate(self, request: HttpRequest, token: str) -> object | None:
         return await token_owner(token.strip())
+
+
+class EdgeParser(Parser):
+    """Request bodies cross the same edge as hook input and socket frames."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        return load_json(request.body, what="request body")
 
 
 api = NinjaAPI(
@@ -31,6 +42,7 @@ api = NinjaAPI(
     auth=BearerToken(),
     urls_namespace="api",
     docs_url="/docs",
+    parser=EdgeParser(),
 )
 
 STATUS_CODES = {
@@ -90,6 +102,8 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ServiceError):  # the body parser's refusal, wrapped by ninja
+        return error_response(request, exc.__cause__)
     code = STATUS_CODES.get(exc.status_code, "error")
     message = (
         "The request body is not valid JSON."

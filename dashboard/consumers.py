@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from dashboard import live, selectors
 from dashboard.changes import Outcome
+from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
 from dashboard.frames import (
     FRAME_ADAPTER,
@@ -210,12 +211,7 @@ class AgentConsumer(AsyncWebsocketConsumer):
                 f"The frame is larger than the {limit} bytes accepted.",
                 status=413,
             )
-        try:
-            raw = json.loads(text_data)
-        except ValueError:
-            raise ServiceError(
-                "malformed_json", "The frame is not valid JSON.", status=400
-            ) from None
+        raw = load_json(text_data, what="frame")
         if not isinstance(raw, dict):
             raise ServiceError(
                 "malformed_json", "A frame must be a JSON object with a 'type'.", status=400

@@ -6,8 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
-from todos.schemas import TodoItem
+from dashboard.edge import AgentType, Cwd, Pk
+from dashboard.hook_schemas import ToolUseId
+from planmode.schemas import PlanFilePath, PlanMarkdown
+from todos.schemas import TodoList
 
+# Echoed in the reply, never stored.
 FrameId = StrictStr | StrictInt | None
 
 
@@ -25,30 +29,30 @@ class TodoWriteFrame(Frame):
     type: Literal["todo_write"]
     session_id: StrictStr
     agent_id: StrictStr
-    agent_type: Annotated[StrictStr, Field(max_length=100)] = ""
-    cwd: Annotated[StrictStr, Field(max_length=1000)] = ""
-    todos: list[TodoItem]
+    agent_type: AgentType = ""
+    cwd: Cwd = ""
+    todos: TodoList
 
 
 class ExitPlanModeFrame(Frame):
     type: Literal["exit_plan_mode"]
     session_id: StrictStr
     agent_id: StrictStr
-    plan: StrictStr
-    plan_file_path: StrictStr | None = None
-    agent_type: Annotated[StrictStr, Field(max_length=100)] = ""
+    plan: PlanMarkdown
+    plan_file_path: PlanFilePath | None = None
+    agent_type: AgentType = ""
 
 
 class WatchPlanFrame(Frame):
     type: Literal["watch_plan"]
-    plan_id: StrictInt
+    plan_id: Pk
 
 
 class ExpirePlanFrame(Frame):
     """The agent stops waiting for a decision (e.g. its hook timed out): the plan expires."""
 
     type: Literal["expire_plan"]
-    plan_id: StrictInt
+    plan_id: Pk
 
 
 class StepFrame(Frame):
@@ -57,7 +61,8 @@ class StepFrame(Frame):
     type: Literal["step"]
     session_id: StrictStr
     agent_id: StrictStr
-    key: Annotated[StrictStr, Field(max_length=200)] | None = None
+    # A step's key is its tool use's id: a step delivered twice counts once.
+    key: ToolUseId | None = None
 
 
 AnyFrame = Annotated[

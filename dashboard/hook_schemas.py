@@ -1,17 +1,39 @@
 """Claude Code hook payloads, validated leniently: real payloads carry more fields than these
-and change between versions, so unknown fields pass and only what Agentboard uses is required."""
+and change between versions, so unknown fields pass and only what Agentboard uses is required.
+What it uses is checked as strictly as any API body: types, and text that can be stored."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from todos.schemas import TodoItem
+from dashboard.edge import AgentType, Cwd, column_length, text_tree_problem, text_type
+from planmode.models import Plan
+from planmode.schemas import PlanFilePath
+from todos.models import TodoRevision
+from todos.schemas import ActiveForm, Content, TodoId, TodoList
+
+# Stored as the idempotency key of the write or plan it made, and as a step's key.
+ToolUseId = text_type(
+    max_length=min(
+        column_length(TodoRevision, "idempotency_key"), column_length(Plan, "idempotency_key")
+    )
+)
+# Claude Code may report a task without a subject; the handler then adds no item.
+TaskSubject = text_type()
+PlanText = text_type(blank="must not be empty")
 
 
 class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+
+class HookEvent(Lenient):
+    """What picks the handler of any hook input, whichever event it is."""
+
+    hook_event_name: StrictStr | None = None
+    tool_name: StrictStr | None = None
 
 
 class HookInput(Lenient):
@@ -19,10 +41,12 @@ class HookInput(Lenient):
 
     session_id: StrictStr
     hook_event_name: StrictStr
-    cwd: StrictStr = ""
+    cwd: Cwd = ""
     permission_mode: StrictStr | None = None
     agent_id: StrictStr | None = None
-    agent_type: StrictStr | None = None
+    agent_type: AgentType | None = None
+    # Any tool use (PostToolUse of every tool counts as a step).
+    tool_use_id: ToolUseId | None = None
 
     @property
     def acting_agent_id(self) -> str:
@@ -31,32 +55,42 @@ class HookInput(Lenient):
 
 
 class ToolHookInput(HookInput):
-    """PreToolUse, PostToolUse and PermissionRequest."""
+    """PreToolUse, PostToolUse and PermissionRequest of the tools Agentboard handles, whose
+    input it stores or echoes: every text in `tool_input` must be storable."""
 
     tool_name: StrictStr
     tool_input: dict[str, Any] = Field(default_factory=dict)
-    tool_use_id: StrictStr | None = None
     tool_response: Any = None
+
+    @field_validator("tool_input")
+    @classmethod
+    def storable_texts(cls, value: dict[str, Any]) -> dict[str, Any]:
+        found = text_tree_problem(value)
+        if found:
+            path, problem = found
+            where = ".".join(str(part) for part in path)
+            raise ValueError(f"{where} {problem}" if where else problem)
+        return value
 
 
 class TaskEventInput(HookInput):
     """TaskCreated and TaskCompleted."""
 
-    task_id: StrictStr | StrictInt
-    task_subject: StrictStr | None = None
+    task_id: TodoId
+    task_subject: TaskSubject | None = None
 
 
 class TodoWriteToolInput(Lenient):
-    todos: list[TodoItem]
+    todos: TodoList
 
 
 class TaskCreateToolInput(Lenient):
-    subject: StrictStr = Field(min_length=1)
-    activeForm: StrictStr | None = None
+    subject: Content
+    activeForm: ActiveForm | None = None
 
 
 class CreatedTask(Lenient):
-    id: StrictStr | StrictInt
+    id: TodoId
 
 
 class TaskCreateToolResponse(Lenient):
@@ -64,12 +98,12 @@ class TaskCreateToolResponse(Lenient):
 
 
 class TaskUpdateToolInput(Lenient):
-    taskId: StrictStr | StrictInt
+    taskId: TodoId
     status: Literal["pending", "in_progress", "completed", "deleted"] | None = None
-    subject: StrictStr | None = None
-    activeForm: StrictStr | None = None
+    subject: Content | None = None
+    activeForm: ActiveForm | None = None
 
 
 class ExitPlanModeToolInput(Lenient):
-    plan: StrictStr = Field(min_length=1)
-    planFilePath: StrictStr | None = None
+    plan: PlanText
+    planFilePath: PlanFilePath | None = None

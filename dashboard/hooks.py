@@ -8,7 +8,6 @@ in short `sync_to_async` calls around the wait.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -24,9 +23,11 @@ from pydantic import BaseModel, ValidationError
 
 from dashboard.changes import Changes, Outcome
 from dashboard.client.decision import permission_decision
+from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.hook_schemas import (
     ExitPlanModeToolInput,
+    HookEvent,
     HookInput,
     TaskCreateToolInput,
     TaskCreateToolResponse,
@@ -55,7 +56,6 @@ from planmode.services import (
 )
 from todos import enforcer
 from todos.models import Todo, TodoRevision
-from todos.schemas import TodoItem
 from todos.services import (
     check_strict_policy,
     current_todos,
@@ -140,12 +140,7 @@ def _read_payload(request: HttpRequest) -> dict[str, Any]:
         raise too_large from None
     if declared > limit or len(body) > limit:
         raise too_large
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise ServiceError(
-            "malformed_json", "The hook input is not valid JSON.", status=400
-        ) from None
+    payload = load_json(body, what="hook input")
     if not isinstance(payload, dict):
         raise ServiceError(
             "malformed_json",
@@ -170,8 +165,8 @@ def _validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) ->
 
 def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
     """The handler for this event and tool, or None for the many Agentboard ignores."""
-    event = payload.get("hook_event_name")
-    tool = payload.get("tool_name")
+    picked = _validate(HookEvent, payload)
+    event, tool = picked.hook_event_name, picked.tool_name
     if event in LIFECYCLE_EVENTS:
         return _lifecycle
     if event in {"TaskCreated", "TaskCompleted"}:
@@ -509,8 +504,9 @@ def _todos_change(
         new = change(current)
         if new == current and not record_unchanged:
             return Outcome(None, changes)
-        # Validated as any write is, e.g. a Task tool's subject is a todo's content.
-        validated = [TodoItem.model_validate(item) for item in new]
+        # Validated as any write is: a Task tool's subject is a todo's content, and the list
+        # it grows must stay within the accepted length.
+        validated = _validate(TodoWriteToolInput, {"todos": new}, loc=("tool_input",)).todos
         if settings.AGENTBOARD_TODO_POLICY == "strict":
             check_strict_policy(validated)
         # Claude Code already ran the tool, so the list changed whatever the mode says.

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db.models import Count, Prefetch
+from django.utils.text import Truncator
 
 from dashboard.models import Agent, Session
 from planmode.selectors import pending_by_session
@@ -15,6 +17,17 @@ from todos.services import FLAG_MESSAGES, progress_of
 
 HISTORY_LENGTH = 30
 OVERVIEW_LIMIT = 200
+
+# What one card shows of a list, so that its fragment stays small however long the list is
+# (a fragment over the socket's message limit would close every board watching): at most
+# CARD_ITEMS items, from a few just finished before the current one on; the others are only
+# counted. Progress and counts always cover the whole list. (The card also cuts each text.)
+CARD_ITEMS = 30
+CARD_ITEMS_BEFORE_CURRENT = 3
+# Longest text of a todo quoted in a session's activity or history line.
+QUOTED_CHARS = 120
+# A history line names at most this many of a write's changes and counts the rest.
+HISTORY_CHANGES_NAMED = 5
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,10 @@ class AgentCard:
     all_done: bool
     countdown: Continuation | None = None
     flag_history: list[EnforcerEvent] = field(default_factory=list)
+    # The part of the list the card shows, and how many items it leaves out before and after.
+    shown: list[Todo] = field(default_factory=list)
+    hidden_before: int = 0
+    hidden_after: int = 0
 
     @property
     def next_pending(self) -> Todo | None:
@@ -70,6 +87,22 @@ class SessionSummary:
     continuing: bool = False
 
 
+def card_window(todos: Sequence[Todo]) -> tuple[int, int]:
+    """The slice of a list its card shows: all of a short list; of a long one CARD_ITEMS items
+    starting a few before the first item in progress (else the first pending one)."""
+    if len(todos) <= CARD_ITEMS:
+        return 0, len(todos)
+    statuses = [todo.status for todo in todos]
+    if TodoStatus.IN_PROGRESS in statuses:
+        focus = statuses.index(TodoStatus.IN_PROGRESS)
+    elif TodoStatus.PENDING in statuses:
+        focus = statuses.index(TodoStatus.PENDING)
+    else:
+        focus = len(todos)
+    start = max(0, min(focus - CARD_ITEMS_BEFORE_CURRENT, len(todos) - CARD_ITEMS))
+    return start, start + CARD_ITEMS
+
+
 def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
     wire = [{"status": t.status} for t in todos]
     progress = progress_of(wire)
@@ -87,6 +120,7 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
     current = tracking.current_flags if tracking else []
     flags = [(flag, FLAG_MESSAGES[flag]) for flag in current if flag in FLAG_MESSAGES]
     counting = agent.counting_continuations
+    start, end = card_window(todos)
     return AgentCard(
         agent=agent,
         todos=todos,
@@ -95,6 +129,9 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
         all_done=all_done,
         countdown=counting[0] if counting else None,
         flag_history=list(agent.recent_flags),
+        shown=todos[start:end],
+        hidden_before=start,
+        hidden_after=len(todos) - end,
     )
 
 
@@ -182,7 +219,8 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         session_pk = todo.agent.session_id
         known = activity.get(session_pk)
         if known is None or (todo.agent.is_main and not known[0]):
-            activity[session_pk] = (todo.agent.is_main, todo.active_form or todo.content)
+            text = Truncator(todo.active_form or todo.content).chars(QUOTED_CHARS)
+            activity[session_pk] = (todo.agent.is_main, text)
     plans_waiting = pending_by_session(ids)
     counting = set(
         Continuation.objects.filter(
@@ -238,8 +276,13 @@ class HistoryEntry:
     kind: str = "revision"
 
 
+def _quoted(content: str) -> str:
+    return f"“{Truncator(content).chars(QUOTED_CHARS)}”"
+
+
 def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
-    """Short sentences for what a write changed, e.g. 'completed “Run tests”'."""
+    """Short sentences for what a write changed, e.g. 'completed “Run tests”'; a write that
+    changes many items names the first few and counts the others."""
     before = {item["content"]: item["status"] for item in old}
     changes = []
     verbs = {
@@ -254,7 +297,10 @@ def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
         if previous is None:
             added += 1
         elif previous != item["status"]:
-            changes.append(f"{verbs[item['status']]} “{item['content']}”")
+            changes.append(f"{verbs[item['status']]} {_quoted(item['content'])}")
+    if len(changes) > HISTORY_CHANGES_NAMED:
+        more = len(changes) - HISTORY_CHANGES_NAMED + 1
+        changes = [*changes[: HISTORY_CHANGES_NAMED - 1], f"changed {more} more items"]
     if added and not old:
         changes.insert(0, f"wrote a list of {added} item{'s' if added != 1 else ''}")
     elif added:

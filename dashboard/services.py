@@ -17,19 +17,21 @@ from django.db.models.query import get_related_populators
 from django.utils import timezone
 
 from dashboard.changes import Changes
+from dashboard.edge import column_length
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, AgentToken, Session, hash_token
 
 M = TypeVar("M", bound=models.Model)
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+ID_LENGTH = min(column_length(Session, "session_id"), column_length(Agent, "agent_id"))
+ID_PATTERN = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._:@-]{{0,{ID_LENGTH - 1}}}$")
 
 
 def validate_id(value: str, *, name: str) -> str:
     if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise ServiceError(
             "invalid_id",
-            f"The {name} must be 1 to 200 letters, digits or . _ : @ - "
+            f"The {name} must be 1 to {ID_LENGTH} letters, digits or . _ : @ - "
             "and start with a letter or digit.",
             detail=[{"loc": ["path", name], "msg": "not a valid id"}],
         )

@@ -341,3 +341,14 @@ AGENTBOARD_STOP_GRACE_SECONDS = envfloat("AGENTBOARD_STOP_GRACE_SECONDS", 5.0)
 # An agent socket waiting on a plan closed (a killed `agentboard hook`, a lost network): if no
 # socket watches the plan again within this time, nobody waits for it and it expires.
 AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS = envfloat("AGENTBOARD_PLAN_RECONNECT_GRACE_SECONDS", 15.0)
+
+# Most items one todo list may hold; a longer list is refused (422). The board shows a bounded
+# part of any list, so this only bounds storage and what agents read back.
+AGENTBOARD_MAX_TODOS = envint("AGENTBOARD_MAX_TODOS", 1000)
+if AGENTBOARD_MAX_TODOS < 1:
+    raise ImproperlyConfigured("AGENTBOARD_MAX_TODOS must be 1 or more.")
+# Seconds a client may take to send one whole request (its headers and body) once it has begun;
+# a slower one is answered 408 and disconnected, so trickling headers cannot hold connections.
+AGENTBOARD_REQUEST_ARRIVAL_SECONDS = envfloat("AGENTBOARD_REQUEST_ARRIVAL_SECONDS", 20.0)
+if AGENTBOARD_REQUEST_ARRIVAL_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_REQUEST_ARRIVAL_SECONDS must be a positive number.")

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from django.urls import reverse
-from ninja import Router
+from ninja import Path, Router
 from ninja.responses import Status
 
+from dashboard.edge import MAX_INTEGER
 from dashboard.security import public_url
 from dashboard.writer import write
 from planmode import selectors, services
 from planmode.models import Plan
 from planmode.schemas import PlanStateOut, PlanSubmitIn, PlanSubmitOut
-from todos.api import ERRORS, idempotency_key
+from todos.api import ERRORS, AgentPathId, idempotency_key
 from todos.schemas import ErrorOut
 
 router = Router(tags=["plans"])
@@ -25,7 +28,7 @@ PLAN_ERRORS = {**ERRORS, 404: ErrorOut}
     summary="ExitPlanMode: submit a plan for review",
 )
 async def plan_submit(
-    request: HttpRequest, session_id: str, agent_id: str, payload: PlanSubmitIn
+    request: HttpRequest, session_id: AgentPathId, agent_id: AgentPathId, payload: PlanSubmitIn
 ) -> Status:
     """Puts the session in plan mode until a reviewer decides. Each submission of an agent is
     its next revision; an older revision still waiting is withdrawn. Wait for the decision on
@@ -58,7 +61,9 @@ async def plan_submit(
     response={200: PlanStateOut, **PLAN_ERRORS},
     summary="A plan's state and the message for the model",
 )
-async def plan_get(request: HttpRequest, plan_id: int) -> dict:
+async def plan_get(
+    request: HttpRequest, plan_id: Annotated[int, Path(ge=1, le=MAX_INTEGER)]
+) -> dict:
     """`message` is the text to hand the model as the ExitPlanMode tool result."""
     return await database_sync_to_async(_plan_state_for)(plan_id=plan_id, owner=request.auth)
 

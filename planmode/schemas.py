@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, StrictStr
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from dashboard.edge import column_length, text_type
+from planmode.models import Plan
 
 PlanStatusName = Literal[
     "pending", "approved", "rejected", "withdrawn", "expired", "answered_in_terminal"
 ]
+
+# The service refuses an empty or oversized plan with codes of their own (`empty_plan`,
+# `plan_too_large`); the schema publishes both limits.
+PlanMarkdown = text_type()
+PlanFilePath = text_type(max_length=column_length(Plan, "plan_file_path"))
 
 
 class PlanSubmitIn(BaseModel):
@@ -16,8 +25,14 @@ class PlanSubmitIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    plan: StrictStr
-    plan_file_path: StrictStr | None = None
+    plan: PlanMarkdown = Field(
+        description="The plan as markdown; it must hold more than whitespace.",
+        # The size limit is the service's (413 `plan_too_large`), published here. Whitespace is
+        # left out of the pattern: with a limit this long, schema-driven generators cannot
+        # satisfy a not-blank pattern.
+        json_schema_extra={"minLength": 1, "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS},
+    )
+    plan_file_path: PlanFilePath | None = None
 
 
 class PlanSubmitOut(BaseModel):

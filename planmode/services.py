@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from dashboard.changes import Changes
+from dashboard.edge import text_problem
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
@@ -215,6 +216,13 @@ def plan_decide(
             "feedback_required",
             "Say what should change in the feedback; a rejection needs it for the agent.",
             detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
+        )
+    problem = text_problem(feedback)
+    if problem:
+        raise ServiceError(
+            "invalid_feedback",
+            f"The feedback {problem}; remove those characters and decide again.",
+            detail=[{"loc": ["feedback"], "msg": problem}],
         )
     with transaction.atomic(savepoint=False):
         plan = (

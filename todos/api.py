@@ -1,11 +1,17 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Path, Query, Router
+from pydantic import WithJsonSchema
 
+from dashboard.edge import AgentType, Cwd, column_length, text_problem
 from dashboard.errors import ServiceError
+from dashboard.services import ID_LENGTH, ID_PATTERN
 from dashboard.writer import write
+from planmode.models import Plan
 from todos import services
 from todos.models import TodoRevision
 from todos.schemas import ErrorOut, SessionOut, TodoReadOut, TodoWriteIn, TodoWriteOut
@@ -14,12 +20,26 @@ router = Router(tags=["todos"])
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
 
+# Checked by the services (`invalid_id`); published here so clients know the rule.
+AgentPathId = Annotated[
+    str,
+    Path(),
+    WithJsonSchema({"type": "string", "pattern": ID_PATTERN.pattern, "maxLength": ID_LENGTH}),
+]
+IDEMPOTENCY_KEY_LENGTH = min(
+    column_length(TodoRevision, "idempotency_key"), column_length(Plan, "idempotency_key")
+)
+
 
 def idempotency_key(request: HttpRequest) -> str | None:
     key = request.headers.get("Idempotency-Key")
-    if key is not None and not 1 <= len(key) <= 200:
+    if key is not None and (
+        not 1 <= len(key) <= IDEMPOTENCY_KEY_LENGTH or text_problem(key) is not None
+    ):
         raise ServiceError(
-            "invalid_idempotency_key", "The Idempotency-Key header must be 1 to 200 characters."
+            "invalid_idempotency_key",
+            f"The Idempotency-Key header must be 1 to {IDEMPOTENCY_KEY_LENGTH} characters "
+            "of text without NUL characters.",
         )
     return key
 
@@ -32,11 +52,13 @@ def idempotency_key(request: HttpRequest) -> str | None:
 )
 async def todo_write(
     request: HttpRequest,
-    session_id: str,
-    agent_id: str,
+    session_id: AgentPathId,
+    agent_id: AgentPathId,
     payload: TodoWriteIn,
-    agent_type: str = Query("", max_length=100, description="Subagent type shown on its card."),
-    cwd: str = Query("", max_length=1000, description="Working directory; names the project."),
+    agent_type: Annotated[
+        AgentType, Query("", description="Subagent type shown on its card.")
+    ] = "",
+    cwd: Annotated[Cwd, Query("", description="Working directory; names the project.")] = "",
 ) -> dict:
     """Send the complete new list every time. When every item is completed the stored list
     empties (the write stays in the history). `agent_id == session_id` is the main agent;
@@ -61,7 +83,7 @@ async def todo_write(
     summary="TodoRead: the agent's current list",
     exclude_none=True,
 )
-async def todo_read(request: HttpRequest, session_id: str, agent_id: str) -> dict:
+async def todo_read(request: HttpRequest, session_id: AgentPathId, agent_id: AgentPathId) -> dict:
     return await database_sync_to_async(services.todo_list_read)(
         owner=request.auth, session_id=session_id, agent_id=agent_id
     )

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from dashboard.edge import column_length, text_or_integer_type, text_type
+from todos.models import Todo
 
 Status = Literal["pending", "in_progress", "completed", "cancelled"]
 Priority = Literal["high", "medium", "low"]
+
+# What an item's texts may be; the same types check the Task tools' subjects and ids.
+Content = text_type(blank="must not be empty")
+ActiveForm = text_type(blank="must not be empty when given")
+# An empty id would be stored as "no id" and vanish from the list read back.
+TodoId = text_or_integer_type(
+    max_length=column_length(Todo, "external_id"), blank="must not be empty when given"
+)
 
 
 class TodoItem(BaseModel):
@@ -18,25 +30,11 @@ class TodoItem(BaseModel):
     # Agents add fields between versions; unknown item fields are ignored, not refused.
     model_config = ConfigDict(extra="ignore")
 
-    content: StrictStr
+    content: Content
     status: Status
-    activeForm: StrictStr | None = None
-    id: StrictStr | StrictInt | None = None
+    activeForm: ActiveForm | None = None
+    id: TodoId | None = None
     priority: Priority | None = None
-
-    @field_validator("content")
-    @classmethod
-    def content_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("activeForm")
-    @classmethod
-    def active_form_not_blank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be empty when given")
-        return value
 
     def as_wire(self) -> dict[str, str]:
         """The normalized dict stored in revisions and returned to agents."""
@@ -50,12 +48,16 @@ class TodoItem(BaseModel):
         return wire
 
 
+# A list longer than this is refused (the board shows a bounded part of any list).
+TodoList = Annotated[list[TodoItem], Field(max_length=settings.AGENTBOARD_MAX_TODOS)]
+
+
 class TodoWriteIn(BaseModel):
     """TodoWrite input: the complete new list, every time."""
 
     model_config = ConfigDict(extra="forbid")
 
-    todos: list[TodoItem]
+    todos: TodoList
 
 
 class Progress(BaseModel):

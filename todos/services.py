@@ -16,7 +16,12 @@ from django.utils import timezone
 from dashboard.changes import Changes
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode, Session
-from dashboard.services import ResolvedAgent, agent_resolve_for_update, idempotent_replay
+from dashboard.services import (
+    ResolvedAgent,
+    agent_resolve_for_update,
+    idempotent_replay,
+    validate_id,
+)
 from todos import enforcer
 from todos.models import Todo, TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
@@ -305,6 +310,8 @@ def todo_list_store(
 
 def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> dict:
     """TodoRead: the current list; an unknown agent (or another user's) has an empty one."""
+    validate_id(session_id, name="session_id")
+    validate_id(agent_id, name="agent_id")
     agent = (
         Agent.objects.filter(session__session_id=session_id, agent_id=agent_id)
         .select_related("session")

@@ -1,0 +1,197 @@
+"""The edge every agent input crosses: HTTP API bodies, hook input and socket frames.
+
+Two checks make any JSON safe to validate: it parses, and it is not nested so deep that
+walking it (here, in pydantic, in `json` itself) exhausts the stack. Then each field is
+validated with the text types below, so that what reaches the database can be stored there:
+PostgreSQL refuses NUL characters and strings longer than their column, and no database can
+store a lone UTF-16 surrogate such as "\\ud800", which JSON can express. SQLite would store
+the first two silently; refusing them here gives one answer whatever the database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from django.db import models
+from pydantic import BeforeValidator, Field, PlainValidator, StrictInt, StrictStr, WithJsonSchema
+
+from dashboard.errors import ServiceError
+from dashboard.models import Agent, Session
+
+# Deeper than any real payload; far below where Python's recursion limit would be reached.
+MAX_JSON_DEPTH = 64
+
+# The largest integer a database id or a stored number can hold (a 64-bit signed integer).
+MAX_INTEGER = 2**63 - 1
+
+# Published in the OpenAPI schema, so that clients and schema-driven tools know what is
+# accepted: text without NUL characters, and for some fields not blank either. Written so that
+# every regex engine reads them alike (Python, ECMAScript, Rust): whitespace is spelled out as
+# the characters `str.strip()` strips, and lone surrogates, which most engines cannot express
+# (nor most JSON libraries produce), are left to the validators.
+SPACE_CLASS = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+TEXT_PATTERN = r"^[^\u0000]*$"
+NON_BLANK_PATTERN = rf"^[^\u0000]*[^\u0000{SPACE_CLASS}][^\u0000]*$"
+
+Json = Any
+Path = list[str | int]
+
+
+def load_json(raw: bytes | str, *, what: str) -> Json:
+    """`raw` parsed; a 400 for text that is not JSON, a 422 for JSON nested too deep.
+
+    `what` names the input in the sentence ("hook input", "request body", "frame").
+    """
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise too_deep(what, []) from None
+    except ValueError:
+        raise ServiceError("malformed_json", f"The {what} is not valid JSON.", status=400) from None
+    path = too_deep_at(value)
+    if path is not None:
+        raise too_deep(what, path)
+    return value
+
+
+def too_deep_at(value: Json, limit: int = MAX_JSON_DEPTH) -> Path | None:
+    """The path to the first object or list nested deeper than `limit`, or None."""
+    stack: list[tuple[Json, int, Path]] = [(value, 1, [])]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.items()
+        elif isinstance(node, list):
+            children = enumerate(node)
+        else:
+            continue
+        if depth > limit:
+            return path
+        stack.extend(
+            (child, depth + 1, [*path, key])
+            for key, child in children
+            if isinstance(child, dict | list)
+        )
+    return None
+
+
+def too_deep(what: str, path: Path) -> ServiceError:
+    shown = ".".join(str(part) for part in path[:4])
+    where = f" (at {shown}…)" if shown else ""
+    return ServiceError(
+        "too_deeply_nested",
+        f"The {what} nests objects and lists more than {MAX_JSON_DEPTH} levels deep{where}; "
+        "send flatter JSON.",
+        detail=[
+            {"loc": ["body", *path[:4]], "msg": f"nested more than {MAX_JSON_DEPTH} levels deep"}
+        ],
+    )
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text, as a pydantic-style message; None when it can."""
+    if "\x00" in value:
+        return "must not contain NUL characters (\\u0000)"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be valid Unicode: it holds a lone surrogate such as \\ud800"
+    return None
+
+
+def text_tree_problem(value: Json) -> tuple[Path, str] | None:
+    """The first string (key or value) in a JSON value that cannot be stored, with why."""
+    stack: list[tuple[Json, Path]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            problem = text_problem(node)
+            if problem:
+                return path, problem
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                problem = text_problem(key) if isinstance(key, str) else None
+                if problem:
+                    return [*path, key.encode("utf-8", "replace").decode()], f"key {problem}"
+                stack.append((child, [*path, key]))
+        elif isinstance(node, list):
+            stack.extend((child, [*path, index]) for index, child in enumerate(node))
+    return None
+
+
+def _text_check(blank: str | None) -> BeforeValidator:
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            problem = text_problem(value)
+            if problem:
+                raise ValueError(problem)
+            if blank and not value.strip():
+                raise ValueError(blank)
+        return value
+
+    return BeforeValidator(check)
+
+
+def text_type(*, max_length: int | None = None, blank: str | None = None) -> Any:
+    """A string field that can be stored: strict, no NUL, no lone surrogate, at most
+    `max_length` characters; with `blank` (the message) it must also hold a non-space.
+
+    Named at module level and used as a type: `Content = text_type(blank="must not be empty")`.
+    """
+    pattern = NON_BLANK_PATTERN if blank else TEXT_PATTERN
+    return Annotated[
+        StrictStr,
+        Field(max_length=max_length, json_schema_extra={"pattern": pattern}),
+        _text_check(blank),
+    ]
+
+
+def text_or_integer_type(*, max_length: int, blank: str) -> Any:
+    """An id a client may send as a string or as an integer (`"3"` or `3`), stored as text:
+    one check with one clear message, where a union would report each of its members."""
+    text_schema = {"type": "string", "maxLength": max_length, "pattern": NON_BLANK_PATTERN}
+    integer_schema = {"type": "integer", "minimum": -MAX_INTEGER - 1, "maximum": MAX_INTEGER}
+
+    def check(value: object) -> str | int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON Schema's integers include 3.0
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError("must be a string or an integer")
+        if isinstance(value, int):
+            if not -MAX_INTEGER - 1 <= value <= MAX_INTEGER:
+                raise ValueError(f"must be a 64-bit integer (at most {MAX_INTEGER})")
+            return value
+        problem = text_problem(value)
+        if problem:
+            raise ValueError(problem)
+        if not value.strip():
+            raise ValueError(blank)
+        if len(value) > max_length:
+            raise ValueError(f"must be at most {max_length} characters")
+        return value
+
+    return Annotated[
+        str | int,
+        PlainValidator(check),
+        WithJsonSchema({"anyOf": [text_schema, integer_schema]}),
+    ]
+
+
+def column_length(model: type[models.Model], field: str) -> int:
+    """The `max_length` of a model's text column: input limits follow the schema."""
+    length = model._meta.get_field(field).max_length
+    assert length is not None, f"{model.__name__}.{field} has no max_length"
+    return length
+
+
+# An integer that fits the database's 64-bit columns (ids, numbers stored as text).
+Integer = Annotated[StrictInt, Field(ge=-MAX_INTEGER - 1, le=MAX_INTEGER)]
+# A database primary key as a client sends it.
+Pk = Annotated[StrictInt, Field(ge=1, le=MAX_INTEGER)]
+
+
+# Who reports: the same limits wherever an agent names its type or its working directory.
+AgentType = text_type(max_length=column_length(Agent, "agent_type"))
+Cwd = text_type(max_length=column_length(Session, "cwd"))

@@ -333,7 +333,14 @@ class AgentConsumer(AsyncWebsocketConsumer):
         )
 
     async def _send_json(self, payload: dict) -> None:
-        await self.send(text_data=json.dumps(payload))
+        # Text as it is: escaped, a list in any script but Latin would be sent up to six times
+        # its size, and an ack of a list the server accepted could pass the socket's 1 MiB.
+        text = json.dumps(payload, ensure_ascii=False)
+        try:
+            text.encode()
+        except UnicodeEncodeError:  # a lone surrogate echoed back (e.g. in a frame's id)
+            text = json.dumps(payload)
+        await self.send(text_data=text)
 
 
 def _expire_plan(*, owner: object, plan_id: int) -> Outcome[dict]:

@@ -283,3 +283,15 @@ async def test_a_write_in_plan_mode_gets_an_error_frame(agent_socket, user):
 
     reply = await agent_socket.receive_json_from(timeout=2)
     assert reply["error"]["code"] == "plan_mode_active"
+
+
+async def test_an_ack_of_a_list_in_any_script_stays_the_size_of_the_list(agent_socket):
+    items = [{"content": "中文任务 ✓ жук 😀 " * 40, "status": "pending"} for _ in range(100)]
+    frame = json.dumps(write_frame(session_id="wide-text", todos=items), ensure_ascii=False)
+
+    await agent_socket.send_to(text_data=frame)
+    ack = await agent_socket.receive_from(timeout=5)
+
+    assert json.loads(ack)["type"] == "ack"
+    # Old and new lists plus the rendered text: about three times the list, never six.
+    assert len(ack.encode()) < 4 * len(frame.encode())

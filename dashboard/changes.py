@@ -32,6 +32,13 @@ class Changes:
     decided_plans: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Continuation countdowns that ended: their held Stop hooks wake up.
     resolved_continuations: set[int] = field(default_factory=set)
+    # Permission requests that arrived or were decided: the inbox and its counts.
+    permission_requests: set[int] = field(default_factory=set)
+    # Permission requests that left pending, with the state their held hooks are told.
+    decided_permissions: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Sessions with another change to what waits on a person (a countdown began or ended, an
+    # agent began or stopped waiting in its terminal): the inbox and its counts.
+    inbox_sessions: set[int] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return any(
@@ -43,6 +50,9 @@ class Changes:
                 self.plans,
                 self.decided_plans,
                 self.resolved_continuations,
+                self.permission_requests,
+                self.decided_permissions,
+                self.inbox_sessions,
             )
         )
 
@@ -65,6 +75,9 @@ class Changes:
         self.plans |= other.plans
         self.decided_plans.update(other.decided_plans)
         self.resolved_continuations |= other.resolved_continuations
+        self.permission_requests |= other.permission_requests
+        self.decided_permissions.update(other.decided_permissions)
+        self.inbox_sessions |= other.inbox_sessions
         return self
 
 

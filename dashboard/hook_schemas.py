@@ -107,3 +107,14 @@ class TaskUpdateToolInput(Lenient):
 class ExitPlanModeToolInput(Lenient):
     plan: PlanText
     planFilePath: PlanFilePath | None = None
+
+
+class PermissionRequestInput(ToolHookInput):
+    """PermissionRequest for any tool: `permission_suggestions` are the "always allow" updates
+    Claude Code would offer in its own prompt (kept as sent, to hand back if chosen)."""
+
+    permission_suggestions: list[Any] = Field(default_factory=list)
+
+    @property
+    def suggestions(self) -> list[dict[str, Any]]:
+        return [item for item in self.permission_suggestions if isinstance(item, dict)]

@@ -22,13 +22,14 @@ from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
 from dashboard.changes import Changes, Outcome
-from dashboard.client.decision import permission_decision
+from dashboard.client.decision import permission_decision, tool_permission_decision
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
 from dashboard.hook_schemas import (
     ExitPlanModeToolInput,
     HookEvent,
     HookInput,
+    PermissionRequestInput,
     TaskCreateToolInput,
     TaskCreateToolResponse,
     TaskEventInput,
@@ -45,14 +46,21 @@ from dashboard.services import (
     token_owner,
 )
 from dashboard.waiting import stop_hook_answer, wait_for_decision
+from dashboard.watch import PERMISSION
 from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
+from planmode.permissions import (
+    agent_moved_on,
+    permission_expire,
+    permission_request_open,
+    permission_state,
+    terminal_wait_record,
+)
 from planmode.services import (
     PlanChange,
     plan_expire,
     plan_state,
     plan_submit,
-    plans_answered_elsewhere,
 )
 from todos import enforcer
 from todos.models import Todo, TodoRevision
@@ -82,9 +90,9 @@ LIFECYCLE_EVENTS = frozenset(
     }
 )
 TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
-# Events that do not tell that an agent moved on from a plan waiting for a reviewer: Claude Code
-# sends them while its own prompt and the held hook both wait (or as it exits: the held request
-# then closes and the plan expires).
+# Events that do not tell that an agent moved on from a plan or permission request waiting for a
+# person: Claude Code sends them while its own prompt and the held hook both wait (or as it
+# exits: the held request then closes and the plan or request expires).
 NOT_MOVING_ON = frozenset({"PermissionRequest", "Notification", "SessionEnd"})
 # Other events that only matter to the continuation enforcer: every tool use is a step for the
 # todo reminders, and an API error starts its cooldown.
@@ -177,6 +185,8 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
         return _plan_tool_used
     if event == "PermissionRequest" and tool == "ExitPlanMode":
         return _plan_permission_request
+    if event == "PermissionRequest":
+        return _permission_request
     if event in ENFORCER_EVENTS:
         return _lifecycle
     return None
@@ -248,6 +258,14 @@ def _record_and_enforce(
         # Plain tool uses come many a second: their time on the board needs no finer grain.
         coarse=event in {"PostToolUse", "PostToolUseFailure"},
     )
+    if event == "Notification":
+        changes.merge(
+            terminal_wait_record(
+                agent=resolved.agent,
+                notification_type=str(payload.get("notification_type") or ""),
+                message=str(payload.get("message") or ""),
+            )
+        )
     injection = enforcer.on_hook(
         agent=resolved.agent,
         event=event,
@@ -307,8 +325,8 @@ def hook_observe(
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
-    if agent.awaiting_plan and event not in NOT_MOVING_ON:
-        changes.merge(plans_answered_elsewhere(agent=agent))
+    if agent.awaiting_plan and event != "Notification":
+        changes.merge(agent_moved_on(agent=agent, moved_on=event not in NOT_MOVING_ON))
     return resolved, changes
 
 
@@ -536,40 +554,57 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
         # nothing to review, so the terminal asks.
         return {}
     plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
-    submitted = asyncio.ensure_future(
-        write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input)
+    state = await _held(
+        write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input),
+        hold=_hold_until_decided,
+        expire=lambda plan_id: write(plan_expire, plan_id=plan_id),
     )
+    return permission_decision(state, payload["tool_input"])
+
+
+async def _held(
+    submit: Awaitable[Outcome[dict[str, Any]]],
+    *,
+    hold: Callable[[int], Awaitable[dict[str, Any]]],
+    expire: Callable[[int], Awaitable[object]],
+) -> dict[str, Any]:
+    """Store what the agent asks (`submit`), hold while it is pending, return its final state.
+
+    If the request goes away meanwhile (the user answered in the terminal, the agent was
+    interrupted, the connection dropped) or the wait fails, nobody waits for it any more: it
+    expires. The server may cancel this request again at any moment, so the expiry runs on its
+    own."""
+    submitted = asyncio.ensure_future(submit)
     try:
         state = (await asyncio.shield(submitted)).value
         if state["status"] == "pending":
-            state = await _hold_until_decided(state["id"])
+            state = await hold(state["id"])
     except BaseException:
-        # Claude Code gave up on the request (the user answered in the terminal, the agent was
-        # interrupted, the connection dropped) or the wait failed: either way nobody waits for
-        # this plan any more. The server may cancel this request again at any moment, so the
-        # expiry runs on its own.
-        task = asyncio.get_running_loop().create_task(_expire_abandoned(submitted))
+        task = asyncio.get_running_loop().create_task(_expire_abandoned(submitted, expire))
         _cleanup_tasks.add(task)
         task.add_done_callback(_cleanup_tasks.discard)
         raise
-    return permission_decision(state, payload["tool_input"])
+    return state
 
 
 # Strong references: the event loop keeps only weak ones to the tasks it runs.
 _cleanup_tasks: set[asyncio.Task[None]] = set()
 
 
-async def _expire_abandoned(submitted: asyncio.Future[Outcome[dict[str, Any]]]) -> None:
+async def _expire_abandoned(
+    submitted: asyncio.Future[Outcome[dict[str, Any]]],
+    expire: Callable[[int], Awaitable[object]],
+) -> None:
     try:
         state = (await submitted).value
     except Exception:
-        return  # refused (the request got its error): there is no plan to expire
+        return  # refused (the request got its error): there is nothing to expire
     if state["status"] != "pending":
         return
     try:
-        await write(plan_expire, plan_id=state["id"])
+        await expire(state["id"])
     except Exception:
-        logger.exception("could not expire plan %s after its hook request went away", state["id"])
+        logger.exception("could not expire %s after its hook request went away", state["id"])
 
 
 def _plan_submit(
@@ -641,3 +676,44 @@ def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> Outcome[
             approved = approved.filter(markdown=plan_text)
         plan = approved.order_by("-pk").first()
         return Outcome(plan.notes if plan else "", changes)
+
+
+# --- permission requests of every other tool ---------------------------------------------------
+
+
+async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Store the request (a team rule may answer it at once), hold it until someone decides
+    on the inbox, answer with the decision. No decision within
+    AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS answers `{}`: the terminal asks, and the request
+    shows as expired."""
+    hook = _validate(PermissionRequestInput, payload)
+    state = await _held(
+        write(_permission_open, owner=owner, hook=hook),
+        hold=_hold_permission,
+        expire=lambda request_id: write(permission_expire, request_id=request_id),
+    )
+    return tool_permission_decision(state, payload["tool_input"])
+
+
+def _permission_open(
+    *, owner: AbstractBaseUser, hook: PermissionRequestInput
+) -> Outcome[dict[str, Any]]:
+    with transaction.atomic(savepoint=False):
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        opened = permission_request_open(
+            agent=resolved.agent,
+            tool_name=hook.tool_name,
+            tool_input=hook.tool_input,
+            suggestions=hook.suggestions,
+            permission_mode=hook.permission_mode or "",
+        )
+        return Outcome(permission_state(opened.request), changes.merge(opened.changes))
+
+
+async def _hold_permission(request_id: int) -> dict[str, Any]:
+    wait = settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS
+    state = await wait_for_decision(request_id, wait, PERMISSION)
+    if state is None:
+        expired = await write(permission_expire, request_id=request_id)
+        state = permission_state(expired.request)
+    return state

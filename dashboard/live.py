@@ -29,7 +29,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from dashboard.changes import Changes
-from dashboard.watch import plan_group, watch_for
+from dashboard.watch import PERMISSION, permission_group, plan_group, watch_for
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,6 +83,14 @@ class PlanDecided(TypedDict):
 
     type: Literal["plan.decided"]
     plan_id: int
+    state: dict[str, Any]
+
+
+class PermissionDecided(TypedDict):
+    """To held hooks waiting on a permission request: it left pending, and what to answer."""
+
+    type: Literal["permission.decided"]
+    request_id: int
     state: dict[str, Any]
 
 
@@ -147,6 +155,13 @@ def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
     messages: list[tuple[str, dict]] = [
         (plan_group(pk), PlanDecided(type="plan.decided", plan_id=pk, state=state))
         for pk, state in changes.decided_plans.items()
+    ]
+    messages += [
+        (
+            permission_group(pk),
+            PermissionDecided(type="permission.decided", request_id=pk, state=state),
+        )
+        for pk, state in changes.decided_permissions.items()
     ]
     messages += [
         (
@@ -238,6 +253,8 @@ class Publisher:
         watch = watch_for(self.loop)
         for pk, state in changes.decided_plans.items():
             watch.decided(pk, state)
+        for pk, state in changes.decided_permissions.items():
+            watch.decided(pk, state, PERMISSION)
         wake = _wake_messages(changes)
         if wake:
             self._spawn(_send_all(wake))

@@ -327,6 +327,11 @@ AGENTBOARD_READ_ONLY_AGENT_TYPES = envlist("AGENTBOARD_READ_ONLY_AGENT_TYPES", [
 AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS", 540.0)
 if AGENTBOARD_PLAN_HOOK_WAIT_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_PLAN_HOOK_WAIT_SECONDS must be a positive number.")
+# The same for any other tool's permission request (install-hooks --approvals); then it
+# expires and Claude Code asks in its terminal (a background subagent takes that as a denial).
+AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS", 540.0)
+if AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS must be a positive number.")
 
 # A decision's push to waiting agents can be lost (its server process died right after the
 # commit, the channel layer dropped it): waiters then re-read their plans this often.

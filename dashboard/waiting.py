@@ -1,6 +1,7 @@
-"""Agents waiting on a person: a plan's decision, or the end of a continuation countdown.
+"""Agents waiting on a person: a plan's or a permission request's decision, or the end of a
+continuation countdown.
 
-A click handled by any server process wakes them: plan waiters through `dashboard.watch` (which
+A click handled by any server process wakes them: decision waiters through `dashboard.watch` (which
 also re-reads the database when a push was lost), countdowns through their channel layer group.
 Each subscribes before it reads the database: a change committed in between is then either in
 what it reads or on its way, never lost. Waiting holds no database connection: the few reads
@@ -18,9 +19,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard import live
-from dashboard.watch import watch_for
+from dashboard.watch import PERMISSION, PLAN, watch_for
 from dashboard.writer import write
-from planmode.models import Plan, PlanStatus
+from planmode.models import PermissionRequest, Plan
+from planmode.permissions import permission_state
 from planmode.services import plan_expire_unless_watched, plan_state
 from todos import enforcer
 from todos.models import Continuation
@@ -28,18 +30,25 @@ from todos.models import Continuation
 logger = logging.getLogger(__name__)
 
 
-def _plan_state_now(plan_id: int) -> dict[str, Any] | None:
+def _state_now(kind: str, pk: int) -> dict[str, Any] | None:
+    if kind == PERMISSION:
+        request = (
+            PermissionRequest.objects.select_related("session", "agent", "decided_by", "rule")
+            .filter(pk=pk)
+            .first()
+        )
+        return permission_state(request) if request is not None else None
     plan = (
         Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
-        .filter(pk=plan_id)
+        .filter(pk=pk)
         .first()
     )
     return plan_state(plan) if plan is not None else None
 
 
-async def wait_for_decision(plan_id: int, timeout: float) -> dict[str, Any] | None:
-    """The plan's state once it is no longer pending, or None when `timeout` seconds pass
-    first or the server is stopping. An unknown plan gives None at once."""
+async def wait_for_decision(pk: int, timeout: float, kind: str = PLAN) -> dict[str, Any] | None:
+    """The plan's (or permission request's) state once it is no longer pending, or None when
+    `timeout` seconds pass first or the server is stopping. An unknown one gives None at once."""
     loop = asyncio.get_running_loop()
     heard: asyncio.Future[dict[str, Any] | None] = loop.create_future()
 
@@ -50,17 +59,17 @@ async def wait_for_decision(plan_id: int, timeout: float) -> dict[str, Any] | No
     watch = watch_for(loop)
     # Subscribe before reading: a decision committed in between is then either in what is
     # read or on its way, never lost.
-    await watch.add(plan_id, waiter)
+    await watch.add(pk, waiter, kind)
     try:
-        state = await live.read(_plan_state_now, plan_id)
-        if state is None or state["status"] != PlanStatus.PENDING:
+        state = await live.read(_state_now, kind, pk)
+        if state is None or state["status"] != "pending":
             return state
         try:
             return await asyncio.wait_for(asyncio.shield(heard), timeout)
         except TimeoutError:
             return None
     finally:
-        watch.discard(plan_id, waiter)
+        watch.discard(pk, waiter, kind)
 
 
 def _continuation_status(continuation_pk: int) -> str:

@@ -1,12 +1,13 @@
 """What this process's requests and sockets wait on, and how they are woken or let go.
 
-A plan's decision reaches an agent waiting in this process by whichever way comes first:
+Waiters wait for a decision on one thing of a kind: a plan, or a permission request. It reaches
+an agent waiting in this process by whichever way comes first:
 
 - this process committed it: the publisher hands it to `decided()` right after the commit;
-- another process committed it: its push arrives through the plan's channel layer group;
+- another process committed it: its push arrives through the thing's channel layer group;
 - that push was lost (the deciding process died between its commit and its push, or the channel
-  layer dropped the group): every `AGENTBOARD_DECISION_RESYNC_SECONDS` one query reads which of
-  the plans waited on here are no longer pending, and wakes their waiters.
+  layer dropped the group): every `AGENTBOARD_DECISION_RESYNC_SECONDS` one query per kind reads
+  which of the things waited on here are no longer pending, and wakes their waiters.
 
 So every connected waiter hears of a committed decision within the resync time at worst. The
 registry holds only callbacks of this process's own waiters; the database stays the truth.
@@ -28,21 +29,30 @@ from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
-# Called on the event loop with the plan's state once it left pending, or None when the
-# server is stopping and the waiter must give up.
+# Called on the event loop with the plan's (or request's) state once it left pending, or None
+# when the server is stopping and the waiter must give up.
 Waiter = Callable[[dict[str, Any] | None], None]
+# What is waited on: ("plan", plan pk) or ("permission", permission request pk).
+WaitKey = tuple[str, int]
+PLAN = "plan"
+PERMISSION = "permission"
+# The channel layer message that carries each kind's decision, and its id field.
+DECIDED_MESSAGES = {
+    PLAN: ("plan.decided", "plan_id"),
+    PERMISSION: ("permission.decided", "request_id"),
+}
 
 
 class Watch:
     """The waiters of one event loop; every method runs on that loop.
 
-    The loop has one channel of its own, added to the group of every plan waited on here, so
+    The loop has one channel of its own, added to the group of everything waited on here, so
     pushes from other processes need no channel per waiter.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.plans: dict[int, set[Waiter]] = {}
+        self.waiting: dict[WaitKey, set[Waiter]] = {}
         self.stopping = asyncio.Event()
         self._channel: str | None = None
         self._channel_lock = asyncio.Lock()
@@ -50,45 +60,49 @@ class Watch:
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def add(self, plan_id: int, waiter: Waiter) -> None:
-        """Wake `waiter` once this plan is decided; pushes from any process reach it from the
-        moment this returns, so read the plan after it, never before."""
+    async def add(self, pk: int, waiter: Waiter, kind: str = PLAN) -> None:
+        """Wake `waiter` once this plan (or request) is decided; pushes from any process reach
+        it from the moment this returns, so read its state after it, never before."""
         if self.stopping.is_set():
             self.loop.call_soon(waiter, None)
             return
-        first = plan_id not in self.plans
-        self.plans.setdefault(plan_id, set()).add(waiter)
+        key = (kind, pk)
+        first = key not in self.waiting
+        self.waiting.setdefault(key, set()).add(waiter)
         channel = await self._own_channel()
         if first:
-            await get_channel_layer().group_add(plan_group(plan_id), channel)
+            await get_channel_layer().group_add(decision_group(key), channel)
         if self._listener is None or self._listener.done():
             self._listener = self.loop.create_task(self._listen(channel))
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = self.loop.create_task(self._sweep())
 
-    def discard(self, plan_id: int, waiter: Waiter) -> None:
-        waiters = self.plans.get(plan_id)
+    def discard(self, pk: int, waiter: Waiter, kind: str = PLAN) -> None:
+        key = (kind, pk)
+        waiters = self.waiting.get(key)
         if waiters is None:
             return
         waiters.discard(waiter)
         if not waiters:
-            del self.plans[plan_id]
-            self._leave_group(plan_id)
+            del self.waiting[key]
+            self._leave_group(key)
 
-    def decided(self, plan_id: int, state: dict[str, Any]) -> None:
-        """Wake everyone here waiting on this plan (each once: they leave the registry)."""
-        waiters = self.plans.pop(plan_id, None)
+    def decided(self, pk: int, state: dict[str, Any], kind: str = PLAN) -> None:
+        """Wake everyone here waiting on this plan or request (each once: they leave the
+        registry)."""
+        key = (kind, pk)
+        waiters = self.waiting.pop(key, None)
         if waiters is None:
             return
-        self._leave_group(plan_id)
+        self._leave_group(key)
         for waiter in waiters:
             _call(waiter, state)
 
     def stop(self) -> None:
         """Let every waiter go now, and any that comes later at once."""
         self.stopping.set()
-        plans, self.plans = self.plans, {}
-        for waiters in plans.values():
+        waiting, self.waiting = self.waiting, {}
+        for waiters in waiting.values():
             for waiter in waiters:
                 _call(waiter, None)
         self._idle()
@@ -99,13 +113,13 @@ class Watch:
                 self._channel = await get_channel_layer().new_channel()
             return self._channel
 
-    def _leave_group(self, plan_id: int) -> None:
+    def _leave_group(self, key: WaitKey) -> None:
         if self._channel is not None:
-            discard = get_channel_layer().group_discard(plan_group(plan_id), self._channel)
+            discard = get_channel_layer().group_discard(decision_group(key), self._channel)
             task = self.loop.create_task(discard)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        if not self.plans:
+        if not self.waiting:
             self._idle()
 
     def _idle(self) -> None:
@@ -123,47 +137,63 @@ class Watch:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.exception("could not receive plan decisions; relying on the resync")
+                logger.exception("could not receive decisions; relying on the resync")
                 await asyncio.sleep(settings.AGENTBOARD_DECISION_RESYNC_SECONDS)
                 continue
             state = message.get("state")
-            if message.get("type") == "plan.decided" and isinstance(state, dict):
-                if state.get("status") != "pending":
-                    self.decided(message["plan_id"], state)
+            if not isinstance(state, dict) or state.get("status") == "pending":
+                continue
+            for kind, (message_type, id_field) in DECIDED_MESSAGES.items():
+                if message.get("type") == message_type:
+                    self.decided(message[id_field], state, kind)
 
     async def _sweep(self) -> None:
         from dashboard.live import read
 
-        while self.plans and not self.stopping.is_set():
+        while self.waiting and not self.stopping.is_set():
             await asyncio.sleep(settings.AGENTBOARD_DECISION_RESYNC_SECONDS)
-            if not self.plans:
+            if not self.waiting:
                 return
             try:
-                states = await read(_decided_states, list(self.plans))
+                states = await read(_decided_states, list(self.waiting))
             except Exception:
-                logger.exception("could not re-read the plans waited on")
+                logger.exception("could not re-read the plans and requests waited on")
                 continue
-            for plan_id, state in states.items():
-                self.decided(plan_id, state)
+            for (kind, pk), state in states.items():
+                self.decided(pk, state, kind)
 
 
 def _call(waiter: Waiter, state: dict[str, Any] | None) -> None:
     try:
         waiter(state)
     except Exception:
-        logger.exception("a plan waiter failed")
+        logger.exception("a waiter failed")
 
 
-def _decided_states(plan_ids: list[int]) -> dict[int, dict[str, Any]]:
-    from planmode.models import Plan, PlanStatus
+def _decided_states(keys: list[WaitKey]) -> dict[WaitKey, dict[str, Any]]:
+    """Of the things waited on, those decided meanwhile: one query per kind."""
+    from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
+    from planmode.permissions import permission_state
     from planmode.services import plan_state
 
-    plans = (
-        Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
-        .filter(pk__in=plan_ids)
-        .exclude(status=PlanStatus.PENDING)
-    )
-    return {plan.pk: plan_state(plan) for plan in plans}
+    states: dict[WaitKey, dict[str, Any]] = {}
+    plan_pks = [pk for kind, pk in keys if kind == PLAN]
+    if plan_pks:
+        plans = (
+            Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
+            .filter(pk__in=plan_pks)
+            .exclude(status=PlanStatus.PENDING)
+        )
+        states.update({(PLAN, plan.pk): plan_state(plan) for plan in plans})
+    request_pks = [pk for kind, pk in keys if kind == PERMISSION]
+    if request_pks:
+        requests = (
+            PermissionRequest.objects.select_related("session", "agent", "decided_by", "rule")
+            .filter(pk__in=request_pks)
+            .exclude(status=RequestStatus.PENDING)
+        )
+        states.update({(PERMISSION, request.pk): permission_state(request) for request in requests})
+    return states
 
 
 _watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Watch] = weakref.WeakKeyDictionary()
@@ -180,3 +210,13 @@ def watch_for(loop: asyncio.AbstractEventLoop | None = None) -> Watch:
 def plan_group(plan_pk: int) -> str:
     """Agents waiting on this plan's decision (agent sockets, held hooks) of every process."""
     return f"plan.{plan_pk}"
+
+
+def permission_group(request_pk: int) -> str:
+    """Held hooks of every process waiting on this permission request's decision."""
+    return f"permission.{request_pk}"
+
+
+def decision_group(key: WaitKey) -> str:
+    kind, pk = key
+    return plan_group(pk) if kind == PLAN else permission_group(pk)

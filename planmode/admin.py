@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from planmode.models import Decision, Plan
+from planmode.models import Decision, PermissionDecision, PermissionRequest, Plan, TeamRule
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -32,3 +32,22 @@ class PlanAdmin(ReadOnlyAdmin):
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("plan", "outcome", "mode_after", "decided_by_name", "decided_at")
     list_filter = ("outcome",)
+
+
+@admin.register(PermissionRequest)
+class PermissionRequestAdmin(ReadOnlyAdmin):
+    list_display = ("pk", "session", "agent", "tool_name", "status", "requested_at", "decided_by")
+    list_filter = ("status", "tool_name")
+    search_fields = ("session__session_id", "agent__agent_id", "tool_name")
+
+
+@admin.register(PermissionDecision)
+class PermissionDecisionAdmin(ReadOnlyAdmin):
+    list_display = ("request", "outcome", "decided_by_name", "rule_text", "decided_at")
+    list_filter = ("outcome",)
+
+
+@admin.register(TeamRule)
+class TeamRuleAdmin(admin.ModelAdmin):
+    list_display = ("rule", "behavior", "project", "created_by", "created_at")
+    list_filter = ("behavior", "project")

@@ -131,3 +131,135 @@ class Decision(models.Model):
         if not self._state.adding:
             raise ValueError("A decision is a record: it is written once and never changed.")
         super().save(*args, **kwargs)
+
+
+# --- permission requests: any tool an agent asks to use -----------------------------------------
+
+
+class RequestStatus(models.TextChoices):
+    PENDING = "pending", "waiting"
+    ALLOWED = "allowed", "allowed"
+    DENIED = "denied", "denied"
+    EXPIRED = "expired", "expired"
+    # The developer answered Claude Code's own prompt first and the agent moved on.
+    ANSWERED_IN_TERMINAL = "answered_in_terminal", "answered in the terminal"
+
+
+class RuleBehavior(models.TextChoices):
+    ALLOW = "allow", "allow"
+    DENY = "deny", "deny"
+
+
+class TeamRule(models.Model):
+    """A rule the server applies itself: a matching permission request is answered at once.
+
+    `rule` is written as Claude Code writes permission rules: `Bash(git status*)`, `Read(*)`,
+    `WebFetch(domain:docs.*)`, `mcp__github`. An empty `project` applies to every project."""
+
+    project = models.CharField(max_length=200, blank=True, db_index=True)
+    rule = models.CharField(max_length=500)
+    behavior = models.CharField(max_length=10, choices=RuleBehavior.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "behavior", "rule", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.behavior} {self.rule} in {self.project or 'every project'}"
+
+
+class PermissionRequest(models.Model):
+    """One PermissionRequest of an agent for a tool, held until someone (or a rule) decides."""
+
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="permission_requests"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="permission_requests")
+    tool_name = models.CharField(max_length=200)
+    # Exactly as received: an allow hands it back to Claude Code as `updatedInput`.
+    tool_input = models.JSONField(default=dict)
+    # sha256 of the tool name and input: identical requests (across agents) share it.
+    input_key = models.CharField(max_length=64, db_index=True)
+    # Claude Code's `permission_suggestions`: the "always allow" choices it would offer.
+    suggestions = models.JSONField(default=list)
+    permission_mode = models.CharField(max_length=20, blank=True)
+    status = models.CharField(
+        max_length=24, choices=RequestStatus.choices, default=RequestStatus.PENDING, db_index=True
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    rule = models.ForeignKey(
+        TeamRule, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # What the agent is told: the deny message, whether to stop, the rules to remember.
+    message = models.TextField(blank=True)
+    interrupt = models.BooleanField(default=False)
+    updated_permissions = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["requested_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} request of {self.agent} ({self.status})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == RequestStatus.PENDING
+
+
+class PermissionDecision(models.Model):
+    """How a permission request ended: who or which rule, when, what. Written once."""
+
+    request = models.OneToOneField(
+        PermissionRequest, on_delete=models.CASCADE, related_name="decision"
+    )
+    outcome = models.CharField(max_length=24, choices=RequestStatus.choices)
+    message = models.TextField(blank=True)
+    interrupt = models.BooleanField(default=False)
+    updated_permissions = models.JSONField(default=list)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="permission_decisions",
+    )
+    # Kept as text too, so the history still says who or what decided after a deletion.
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    rule = models.ForeignKey(TeamRule, on_delete=models.SET_NULL, null=True, blank=True)
+    rule_text = models.CharField(max_length=600, blank=True)
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-decided_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} {self.request}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A decision is a record: it is written once and never changed.")
+        super().save(*args, **kwargs)
+
+
+class TerminalWait(models.Model):
+    """An agent waiting for its developer in its own terminal (Claude Code's Notification
+    hook): it cannot be answered from the board, only seen. Open until the agent moves on."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="terminal_waits")
+    notification_type = models.CharField(max_length=100, blank=True)
+    message = models.TextField(blank=True)
+    since = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["since", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.agent} waiting in its terminal"

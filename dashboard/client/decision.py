@@ -35,6 +35,26 @@ def permission_decision(plan: Mapping[str, Any], tool_input: Mapping[str, Any]) 
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
 
 
+def tool_permission_decision(
+    request: Mapping[str, Any], tool_input: Mapping[str, Any]
+) -> dict[str, Any]:
+    """PermissionRequest output for any other tool's request state; `{}` (ask in the terminal)
+    when nobody decided. An allow echoes the input as received and carries the rules to
+    remember; a deny carries the text for the model and, to stop the agent, `interrupt`."""
+    status = request.get("status")
+    if status == "allowed":
+        decision: dict[str, Any] = {"behavior": "allow", "updatedInput": dict(tool_input)}
+        if request.get("updated_permissions"):
+            decision["updatedPermissions"] = list(request["updated_permissions"])
+    elif status == "denied":
+        decision = {"behavior": "deny", "message": str(request.get("message") or "")}
+        if request.get("interrupt"):
+            decision["interrupt"] = True
+    else:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
 def is_plan_permission_request(payload: Mapping[str, Any]) -> bool:
     return (
         payload.get("hook_event_name") == "PermissionRequest"

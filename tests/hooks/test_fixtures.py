@@ -16,6 +16,7 @@ NAMES = fixture_names() or [
 def test_every_sample_payload_is_answered_with_hook_output(hook, settings, name):
     # A plan nobody reviews in this test is answered "no decision" right away.
     settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = 0.05
+    settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS = 0.05
     if "subagent" in name or "exit_plan_mode" in name:
         hook(load_fixture("session_start.json"))
 

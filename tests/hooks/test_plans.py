@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.test import AsyncClient
 
 from dashboard.models import Session
-from planmode.models import Plan
+from planmode.models import PermissionRequest, Plan
 from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
 
 pytestmark = [
@@ -214,7 +214,8 @@ async def test_a_decided_plan_is_answered_at_once_when_its_tool_use_comes_again(
     assert await Plan.objects.acount() == 1
 
 
-async def test_other_permission_requests_are_not_held(board):
+async def test_other_tools_permission_requests_are_held_as_requests_not_plans(board, settings):
+    settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS = 0.3
     payload = load_fixture(
         "permission_request_exit_plan_mode.json",
         tool_name="Bash",
@@ -222,6 +223,8 @@ async def test_other_permission_requests_are_not_held(board):
     )
     assert await answer(board.hold(payload)) == {}
     assert await Plan.objects.acount() == 0
+    request = await PermissionRequest.objects.aget()
+    assert (request.tool_name, request.status) == ("Bash", "expired")
 
 
 @pytest.mark.parametrize("tool_input", [{"plan": ""}, {"plan": "  \n"}, {}])

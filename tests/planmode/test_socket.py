@@ -173,14 +173,14 @@ async def test_a_waiter_wakes_up_when_the_plan_is_decided(user, reviewer, monkey
     plan = await submit(user)
     loop = asyncio.get_running_loop()
     first_read = asyncio.Event()
-    load = waiting._plan_state_now
+    load = waiting._state_now
 
-    def load_and_tell(plan_id: int) -> dict | None:
-        found = load(plan_id)
+    def load_and_tell(kind: str, plan_id: int) -> dict | None:
+        found = load(kind, plan_id)
         loop.call_soon_threadsafe(first_read.set)
         return found
 
-    monkeypatch.setattr(waiting, "_plan_state_now", load_and_tell)
+    monkeypatch.setattr(waiting, "_state_now", load_and_tell)
     waiter = asyncio.create_task(wait_for_decision(plan.pk, timeout=30))
     await asyncio.wait_for(first_read.wait(), 5)
     await decide(plan_id=plan.pk, reviewer=reviewer, approve=True, auto_accept=True)
@@ -192,13 +192,13 @@ async def test_a_waiter_wakes_up_when_the_plan_is_decided(user, reviewer, monkey
 
 async def test_a_decision_made_before_the_waiter_reads_is_not_lost(user, reviewer, monkeypatch):
     plan = await submit(user)
-    load = waiting._plan_state_now
+    load = waiting._state_now
 
-    def decide_then_load(plan_id: int) -> dict | None:
+    def decide_then_load(kind: str, plan_id: int) -> dict | None:
         write_sync(plan_decide, plan_id=plan_id, reviewer=reviewer, approve=False, feedback="No.")
-        return load(plan_id)
+        return load(kind, plan_id)
 
-    monkeypatch.setattr(waiting, "_plan_state_now", decide_then_load)
+    monkeypatch.setattr(waiting, "_state_now", decide_then_load)
     decided = await asyncio.wait_for(wait_for_decision(plan.pk, timeout=30), 5)
     assert decided["status"] == "rejected"
 

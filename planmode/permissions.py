@@ -1,0 +1,461 @@
+"""Permission requests: an agent asks to use a tool, a team rule or a person answers, once.
+
+Like plans: the request is stored pending, its held hook waits, and the first decision wins by
+a conditional update (the loser is told who was quicker). A team rule that matches answers at
+once. The developer may answer Claude Code's own prompt first: the agent's next event then marks
+the request answered in the terminal. Nobody answering in time expires it.
+
+Who may answer: reviewers (`planmode.review_plan`) for every session, anyone else only for the
+sessions their own tokens report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from dashboard.changes import Changes
+from dashboard.errors import ServiceError
+from dashboard.models import Agent
+from planmode import rules
+from planmode.models import (
+    PermissionDecision,
+    PermissionRequest,
+    RequestStatus,
+    RuleBehavior,
+    TeamRule,
+    TerminalWait,
+)
+from planmode.services import plans_answered_elsewhere
+
+REVIEW_PERMISSION = "planmode.review_plan"
+MAX_MESSAGE_CHARS = 5_000
+MAX_NOTIFICATION_CHARS = 1_000
+# Where an "always allow" chosen on the board is kept by Claude Code.
+REMEMBER_DESTINATIONS = {"session": "session", "project": "localSettings"}
+
+
+# --- who sees and answers what ----------------------------------------------------------------
+
+
+def is_reviewer(user: AbstractBaseUser) -> bool:
+    return user.has_perm(REVIEW_PERMISSION)
+
+
+def audience_of(user: AbstractBaseUser) -> int | None:
+    """Whose sessions the user sees waiting: None for everyone's (a reviewer), else the pk of
+    the user, whose own tokens report their sessions."""
+    return None if is_reviewer(user) else user.pk
+
+
+def visible_sessions(audience: int | None) -> Q:
+    """A filter on `session__owner` for the audience (None: every session)."""
+    return Q() if audience is None else Q(session__owner_id=audience)
+
+
+def _check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
+    if request.session.owner_id != user.pk and not is_reviewer(user):
+        raise ServiceError(
+            "not_allowed",
+            "Only reviewers, or the person whose session it is, can answer this request; "
+            "ask an admin for the review permission.",
+            status=403,
+        )
+
+
+# --- arriving ---------------------------------------------------------------------------------
+
+
+def input_key(tool_name: str, tool_input: dict[str, Any]) -> str:
+    """The same for identical requests (same tool, same input), whichever agent asks."""
+    text = json.dumps([tool_name, tool_input], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class RequestChange:
+    request: PermissionRequest
+    changes: Changes = field(default_factory=Changes)
+
+
+def permission_request_open(
+    *,
+    agent: Agent,
+    tool_name: str,
+    tool_input: dict[str, Any],
+    suggestions: list[Any],
+    permission_mode: str = "",
+) -> RequestChange:
+    """A PermissionRequest of `agent` (resolved and locked by the caller): answered at once by
+    a matching team rule, or pending until someone decides. The same request delivered twice
+    (both hook kinds installed) joins the one still waiting."""
+    assert transaction.get_connection().in_atomic_block
+    key = input_key(tool_name, tool_input)
+    waiting = (
+        agent.permission_requests.filter(status=RequestStatus.PENDING, input_key=key)
+        .order_by("-pk")
+        .first()
+    )
+    if waiting is not None:
+        waiting.agent, waiting.session = agent, agent.session
+        return RequestChange(waiting)
+    request = PermissionRequest.objects.create(
+        session=agent.session,
+        agent=agent,
+        tool_name=tool_name,
+        tool_input=tool_input,
+        input_key=key,
+        suggestions=suggestions,
+        permission_mode=permission_mode[:20],
+    )
+    request.agent, request.session = agent, agent.session
+    matched = _matching_rule(request)
+    if matched is not None:
+        rule, behavior = matched
+        outcome = RequestStatus.ALLOWED if behavior == RuleBehavior.ALLOW else RequestStatus.DENIED
+        _finish(request, outcome=outcome, rule=rule)
+        return RequestChange(request, _changes([request]))
+    if not agent.awaiting_plan:
+        Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
+        agent.awaiting_plan = True
+    changes = Changes(permission_requests={request.pk})
+    return RequestChange(request, changes)
+
+
+def _matching_rule(request: PermissionRequest) -> tuple[TeamRule, str] | None:
+    project = request.session.project
+    team_rules = TeamRule.objects.filter(Q(project="") | Q(project=project)).order_by("pk")
+    parsed = []
+    for team_rule in team_rules:
+        try:
+            parsed.append((team_rule, rules.parse_rule(team_rule.rule), team_rule.behavior))
+        except ValueError:
+            continue  # stored before a stricter parser: it matches nothing
+    return rules.decide(
+        parsed,
+        tool_name=request.tool_name,
+        tool_input=request.tool_input,
+        cwd=request.session.cwd,
+    )
+
+
+# --- deciding ---------------------------------------------------------------------------------
+
+
+def _finish(
+    request: PermissionRequest,
+    *,
+    outcome: str,
+    user: AbstractBaseUser | None = None,
+    rule: TeamRule | None = None,
+    message: str = "",
+    interrupt: bool = False,
+    updated_permissions: Sequence[dict[str, Any]] = (),
+) -> bool:
+    """Move a pending request to its final state and record the decision, exactly once: of
+    two concurrent callers only one matches a row still pending. False for the one that lost."""
+    now = timezone.now()
+    fields = {
+        "message": message,
+        "interrupt": interrupt,
+        "updated_permissions": list(updated_permissions),
+    }
+    won = PermissionRequest.objects.filter(pk=request.pk, status=RequestStatus.PENDING).update(
+        status=outcome, decided_by=user, decided_at=now, rule=rule, **fields
+    )
+    if not won:
+        return False
+    PermissionDecision.objects.create(
+        request_id=request.pk,
+        outcome=outcome,
+        decided_by=user,
+        decided_by_name=user.get_username() if user else "",
+        rule=rule,
+        rule_text=f"{rule.behavior} {rule.rule}" if rule else "",
+        decided_at=now,
+        **fields,
+    )
+    request.status, request.decided_by, request.decided_at, request.rule = outcome, user, now, rule
+    request.message, request.interrupt = message, interrupt
+    request.updated_permissions = list(updated_permissions)
+    return True
+
+
+def _changes(decided: list[PermissionRequest]) -> Changes:
+    return Changes(
+        permission_requests={request.pk for request in decided},
+        decided_permissions={request.pk: permission_state(request) for request in decided},
+    )
+
+
+def _load(request_id: int) -> PermissionRequest:
+    request = (
+        PermissionRequest.objects.select_related(
+            "session", "session__owner", "agent", "agent__session", "decided_by", "rule"
+        )
+        .filter(pk=request_id)
+        .first()
+    )
+    if request is None:
+        raise ServiceError(
+            "request_not_found",
+            f"There is no permission request {request_id}; it may have been removed.",
+            status=404,
+        )
+    return request
+
+
+def _already_decided(request: PermissionRequest) -> ServiceError:
+    when = timezone.localtime(request.decided_at).strftime("%H:%M:%S") if request.decided_at else ""
+    if request.decided_by is not None:
+        text = (
+            f"{request.decided_by.get_username()} already {request.status} this request at {when}"
+        )
+    elif request.rule is not None:
+        text = f"The team rule {request.rule.rule} already {request.status} this request"
+    elif request.status == RequestStatus.ANSWERED_IN_TERMINAL:
+        text = (
+            "This request was answered in the agent's terminal before anyone decided here, "
+            "and the agent has moved on"
+        )
+    elif request.status == RequestStatus.EXPIRED:
+        text = "Nobody decided in time, so the agent's terminal asked instead"
+    else:
+        text = f"This request is already {request.status}"
+    return ServiceError("already_decided", f"{text}; nothing was changed.", status=409)
+
+
+def remembered_permissions(
+    request: PermissionRequest, *, choice: str, pattern: str = "", where: str = "session"
+) -> list[dict[str, Any]]:
+    """The `updatedPermissions` of an "allow and remember": one of Claude Code's own
+    suggestions (`choice` "suggestion:N"), or a rule for this tool with the reviewer's pattern
+    (`choice` "custom"), kept for the session or the project."""
+    if choice.startswith("suggestion:"):
+        index = choice.removeprefix("suggestion:")
+        suggestions = request.suggestions if isinstance(request.suggestions, list) else []
+        if not index.isdigit() or int(index) >= len(suggestions):
+            raise ServiceError(
+                "unknown_suggestion",
+                "That suggestion is not one Claude Code offered for this request; choose another.",
+            )
+        return [suggestions[int(index)]]
+    if choice != "custom":
+        raise ServiceError("unknown_choice", "Choose a suggestion or write a rule to remember.")
+    destination = REMEMBER_DESTINATIONS.get(where)
+    if destination is None:
+        raise ServiceError("unknown_destination", "Remember it for the session or the project.")
+    pattern = pattern.strip()
+    try:
+        rules.parse_rule(f"{request.tool_name}({pattern})" if pattern else request.tool_name)
+    except ValueError as error:
+        raise ServiceError("invalid_rule", str(error)) from None
+    rule: dict[str, Any] = {"toolName": request.tool_name}
+    if pattern:
+        rule["ruleContent"] = pattern
+    return [{"type": "addRules", "rules": [rule], "behavior": "allow", "destination": destination}]
+
+
+@dataclass
+class Answer:
+    """A person's answer: allow (optionally remembering a rule) or deny (optionally stopping
+    the agent), as the inbox forms send it."""
+
+    allow: bool
+    message: str = ""
+    interrupt: bool = False
+    remember: str = ""  # "", "suggestion:N" or "custom"
+    pattern: str = ""
+    where: str = "session"
+
+    def check(self) -> None:
+        if len(self.message) > MAX_MESSAGE_CHARS:
+            raise ServiceError(
+                "message_too_long",
+                f"The message has {len(self.message)} characters; keep it under "
+                f"{MAX_MESSAGE_CHARS}.",
+            )
+        if not self.allow and not self.interrupt and not self.message.strip():
+            raise ServiceError(
+                "message_required",
+                "Say why in the message: the agent reads it to choose what to do instead.",
+                detail=[{"loc": ["message"], "msg": "required when denying"}],
+            )
+
+
+def _decide_one(request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer) -> bool:
+    if answer.allow:
+        remembered = (
+            remembered_permissions(
+                request, choice=answer.remember, pattern=answer.pattern, where=answer.where
+            )
+            if answer.remember
+            else []
+        )
+        return _finish(
+            request, outcome=RequestStatus.ALLOWED, user=user, updated_permissions=remembered
+        )
+    return _finish(
+        request,
+        outcome=RequestStatus.DENIED,
+        user=user,
+        message=answer.message.strip(),
+        interrupt=answer.interrupt,
+    )
+
+
+def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer) -> RequestChange:
+    """A person answers one pending request, exactly once."""
+    answer.check()
+    with transaction.atomic(savepoint=False):
+        request = _load(request_id)
+        _check_may_answer(user, request)
+        if not request.is_pending:
+            raise _already_decided(request)
+        if not _decide_one(request, user=user, answer=answer):
+            request.refresh_from_db()
+            raise _already_decided(request)
+    return RequestChange(request, _changes([request]))
+
+
+@dataclass
+class ManyDecided:
+    decided: list[PermissionRequest]
+    # Requests someone (or something) else answered first, each with why.
+    missed: list[str]
+    changes: Changes = field(default_factory=Changes)
+
+
+def permission_decide_many(
+    *, request_ids: Sequence[int], user: AbstractBaseUser, answer: Answer
+) -> ManyDecided:
+    """The same answer to several identical requests (same tool, same input, any agents)."""
+    answer.check()
+    ids = sorted(set(request_ids))
+    if not ids:
+        raise ServiceError("nothing_selected", "Select the requests to answer first.")
+    with transaction.atomic(savepoint=False):
+        requests = [_load(pk) for pk in ids]
+        if len({request.input_key for request in requests}) > 1:
+            raise ServiceError(
+                "not_identical",
+                "Only identical requests (the same tool with the same input) can be answered "
+                "together; answer the others one by one.",
+            )
+        for request in requests:
+            _check_may_answer(user, request)
+        decided, missed = [], []
+        for request in requests:
+            if request.is_pending and _decide_one(request, user=user, answer=answer):
+                decided.append(request)
+            else:
+                request.refresh_from_db()
+                missed.append(_already_decided(request).message)
+        if not decided:
+            raise ServiceError(
+                "already_decided",
+                "Every selected request was already answered; nothing changed.",
+                status=409,
+            )
+    return ManyDecided(decided, missed, _changes(decided))
+
+
+def permission_expire(*, request_id: int) -> RequestChange:
+    """Nobody decided in time (the held hook gives up with `{}`, the terminal asks)."""
+    with transaction.atomic(savepoint=False):
+        request = _load(request_id)
+        if _finish(request, outcome=RequestStatus.EXPIRED):
+            return RequestChange(request, _changes([request]))
+    return RequestChange(request)
+
+
+# --- the agent moved on -----------------------------------------------------------------------
+
+
+def agent_moved_on(*, agent: Agent, moved_on: bool) -> Changes:
+    """An event of an agent that something of waited on a person: it is no longer waiting in
+    its terminal, and when the event is other work (`moved_on`), its pending plans and
+    requests were answered in the terminal (their held hooks let go, late decisions refused)."""
+    changes = Changes()
+    ended = TerminalWait.objects.filter(agent=agent, ended_at__isnull=True).update(
+        ended_at=timezone.now()
+    )
+    if ended:
+        changes.inbox_sessions.add(agent.session_id)
+    if not moved_on:
+        return changes
+    changes.merge(plans_answered_elsewhere(agent=agent))
+    pending = list(
+        PermissionRequest.objects.select_related("session", "agent", "decided_by", "rule").filter(
+            agent=agent, status=RequestStatus.PENDING
+        )
+    )
+    answered = [r for r in pending if _finish(r, outcome=RequestStatus.ANSWERED_IN_TERMINAL)]
+    return changes.merge(_changes(answered)) if answered else changes
+
+
+def terminal_wait_record(*, agent: Agent, notification_type: str, message: str) -> Changes:
+    """Claude Code notified that the agent waits for its developer (a Notification hook)."""
+    message = message.strip()[:MAX_NOTIFICATION_CHARS]
+    notification_type = notification_type[:100]
+    open_wait = TerminalWait.objects.filter(agent=agent, ended_at__isnull=True).first()
+    if open_wait is not None:
+        if (open_wait.notification_type, open_wait.message) == (notification_type, message):
+            return Changes()
+        open_wait.notification_type, open_wait.message = notification_type, message
+        open_wait.save(update_fields=["notification_type", "message"])
+    else:
+        TerminalWait.objects.create(
+            agent=agent, notification_type=notification_type, message=message
+        )
+    if not agent.awaiting_plan:
+        Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
+        agent.awaiting_plan = True
+    return Changes(inbox_sessions={agent.session_id})
+
+
+# --- what the agent is told -------------------------------------------------------------------
+
+
+def model_message(request: PermissionRequest) -> str:
+    """The text Claude Code hands the model with a denial, in our own words."""
+    tool = request.tool_name
+    if request.status != RequestStatus.DENIED:
+        return ""
+    if request.rule is not None:
+        return (
+            f"A team rule on Agentboard ({request.rule.rule}) does not allow this {tool} call, "
+            "so it did not run. Do not try it again; find another way, or ask the user."
+        )
+    if request.interrupt:
+        said = f" Their message:\n{request.message}" if request.message else ""
+        return f"The reviewer denied this {tool} call on Agentboard and stopped you.{said}"
+    return (
+        f"The reviewer denied this {tool} call on Agentboard, so it did not run. "
+        f"Their message:\n{request.message}"
+    )
+
+
+def permission_state(request: PermissionRequest) -> dict[str, Any]:
+    """The request as its held hook is told (and `dashboard.client.decision` answers)."""
+    return {
+        "id": request.pk,
+        "session_id": request.session.session_id,
+        "agent_id": request.agent.agent_id,
+        "tool_name": request.tool_name,
+        "status": request.status,
+        "message": model_message(request),
+        "interrupt": request.interrupt,
+        "updated_permissions": request.updated_permissions,
+        "decided_by": request.decided_by.get_username() if request.decided_by else None,
+        "rule": request.rule.rule if request.rule else None,
+        "decided_at": request.decided_at.isoformat() if request.decided_at else None,
+    }

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from planmode.tool_display import (
+    BODY_CHARS,
+    DIFF_LINES,
+    HEADLINE_CHARS,
+    describe,
+    describe_suggestion,
+)
+
+
+def test_bash_shows_the_exact_command_and_its_description():
+    view = describe("Bash", {"command": "rm -rf build && make release", "description": "Rebuild"})
+    assert (view.kind, view.tool, view.headline) == ("bash", "Bash", "rm -rf build && make release")
+    assert view.body == "rm -rf build && make release"
+    assert view.description == "Rebuild"
+
+
+def test_a_multi_line_command_shows_its_first_line_loudest_and_all_of_it_below():
+    view = describe("Bash", {"command": "set -e\nmake\nmake install"})
+    assert view.headline == "set -e…"
+    assert view.body == "set -e\nmake\nmake install"
+
+
+def test_a_huge_command_is_bounded():
+    view = describe("Bash", {"command": "x" * (BODY_CHARS + 500)})
+    assert len(view.headline) == HEADLINE_CHARS
+    assert len(view.body) == BODY_CHARS
+    assert view.left_out == 500
+
+
+def test_an_edit_shows_the_file_and_the_change_as_a_diff():
+    view = describe(
+        "Edit",
+        {"file_path": "/src/theme.ts", "old_string": "a\nb\nc\n", "new_string": "a\nB\nc\nd\n"},
+    )
+    assert (view.kind, view.tool, view.headline) == ("edit", "Edit", "/src/theme.ts")
+    assert [(line.kind, line.text) for line in view.diff] == [
+        ("context", "a"),
+        ("remove", "b"),
+        ("add", "B"),
+        ("context", "c"),
+        ("add", "d"),
+    ]
+    assert (view.added, view.removed) == (2, 1)
+
+
+def test_a_write_shows_every_line_as_added():
+    view = describe("Write", {"file_path": "/src/new.py", "content": "one\ntwo\n"})
+    assert [line.kind for line in view.diff] == ["add", "add"]
+    assert (view.added, view.removed) == (2, 0)
+
+
+def test_a_multi_edit_shows_each_edit_apart():
+    view = describe(
+        "MultiEdit",
+        {
+            "file_path": "/src/a.py",
+            "edits": [
+                {"old_string": "x", "new_string": "y"},
+                {"old_string": "p", "new_string": "q"},
+            ],
+        },
+    )
+    assert [line.kind for line in view.diff] == ["remove", "add", "gap", "remove", "add"]
+
+
+def test_a_notebook_edit_shows_the_new_cell():
+    view = describe(
+        "NotebookEdit", {"notebook_path": "/n.ipynb", "new_source": "print(1)", "cell_id": "c1"}
+    )
+    assert (view.headline, [line.text for line in view.diff]) == ("/n.ipynb", ["print(1)"])
+
+
+def test_a_huge_diff_is_bounded_but_counted_in_full():
+    content = "\n".join(f"line {n}" for n in range(DIFF_LINES + 50))
+    view = describe("Write", {"file_path": "/big.txt", "content": content})
+    assert len(view.diff) == DIFF_LINES
+    assert view.diff_lines_left_out == 50
+    assert view.added == DIFF_LINES + 50
+
+
+def test_web_fetch_and_search_show_the_address_and_the_query():
+    fetch = describe("WebFetch", {"url": "https://docs.python.org/3/", "prompt": "Summarize"})
+    assert (fetch.kind, fetch.headline, fetch.body) == (
+        "web",
+        "https://docs.python.org/3/",
+        "Summarize",
+    )
+    search = describe("WebSearch", {"query": "django async orm"})
+    assert (search.tool, search.headline) == ("WebSearch", "django async orm")
+
+
+def test_an_mcp_tool_shows_its_server_tool_and_arguments():
+    view = describe("mcp__github__create_issue", {"title": "Flicker", "labels": ["bug"]})
+    assert (view.kind, view.tool, view.headline) == (
+        "mcp",
+        "MCP github · create_issue",
+        "github · create_issue",
+    )
+    assert '"title": "Flicker"' in view.arguments
+
+
+def test_any_other_tool_shows_its_input():
+    view = describe("Task", {"description": "Review", "prompt": "Look at <b>this</b>"})
+    assert (view.kind, view.headline) == ("other", "Task")
+    assert '"prompt": "Look at <b>this</b>"' in view.arguments
+
+
+def test_an_input_of_an_unexpected_shape_shows_as_its_json():
+    view = describe("Bash", {"command": ["rm", "-rf"]})
+    assert view.kind == "other"
+    assert '"rm"' in view.arguments
+
+
+def test_suggestions_read_as_sentences():
+    assert (
+        describe_suggestion(
+            {
+                "type": "addRules",
+                "rules": [{"toolName": "Bash", "ruleContent": "npm run test:*"}],
+                "behavior": "allow",
+                "destination": "localSettings",
+            }
+        )
+        == "Always allow Bash(npm run test:*) in this project (local settings)"
+    )
+    assert (
+        describe_suggestion({"type": "setMode", "mode": "acceptEdits", "destination": "session"})
+        == "Switch to acceptEdits mode for this session"
+    )
+    assert describe_suggestion({"type": "whatever"}) == ""
+    assert describe_suggestion("not a dict") == ""

@@ -37,6 +37,7 @@ from dashboard.watch import Waiter, watch_for
 from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
+from planmode.permissions import audience_of
 from planmode.selectors import plan_for_owner
 from planmode.services import plan_expire, plan_state, plan_submit, plan_watched
 from todos import enforcer
@@ -66,9 +67,15 @@ class BoardConsumer(AsyncWebsocketConsumer):
         session_id = query.get("session", [""])[0]
         # "queue" on the review queue, a plan id on a review page.
         self.plans_page = query.get("plans", [""])[0]
+        self.inbox_page = bool(query.get("inbox"))
         self.session_pk: int | None = None
-        if self.plans_page:
-            self.live_groups = [live.PLANS_GROUP, live.HEADER_GROUP]
+        # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
+        self.audience = await database_sync_to_async(audience_of)(user)
+        header = live.header_group(self.audience)
+        if self.inbox_page:
+            self.live_groups = [live.inbox_group(self.audience), header]
+        elif self.plans_page:
+            self.live_groups = [live.PLANS_GROUP, header]
             if self.plans_page.isdigit():
                 self.live_groups.append(live.plan_review_group(int(self.plans_page)))
         elif session_id:
@@ -77,9 +84,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
                 await self.accept()
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
-            self.live_groups = [live.session_group(self.session_pk), live.HEADER_GROUP]
+            self.live_groups = [live.session_group(self.session_pk), header]
         else:
-            self.live_groups = [live.OVERVIEW_GROUP, live.HEADER_GROUP]
+            self.live_groups = [live.OVERVIEW_GROUP, header]
         for group in self.live_groups:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -98,8 +105,10 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _snapshot(self) -> str:
-        parts = [live.render_plans_waiting()]
-        if self.plans_page:
+        parts = [live.render_plans_waiting(self.audience)]
+        if self.inbox_page:
+            parts.append(live.render_inbox(self.audience))
+        elif self.plans_page:
             if self.plans_page.isdigit():
                 parts.append(fragments.review_snapshot(int(self.plans_page)))
             else:

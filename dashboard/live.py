@@ -35,10 +35,21 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 OVERVIEW_GROUP = "board.overview"
-# Every board page: the header's count of plans waiting.
+# Every board page of a reviewer: the header's count of what waits on a person.
 HEADER_GROUP = "board.header"
 # The review queue page and every review page (its list of plans waiting).
 PLANS_GROUP = "board.plans"
+# The inbox page of a reviewer (everyone's sessions).
+INBOX_GROUP = "board.inbox"
+
+
+def header_group(audience: int | None) -> str:
+    """The header count of an audience: reviewers (None) or one user, who sees their own."""
+    return HEADER_GROUP if audience is None else f"board.header.user.{audience}"
+
+
+def inbox_group(audience: int | None) -> str:
+    return INBOX_GROUP if audience is None else f"board.inbox.user.{audience}"
 
 
 def session_group(session_pk: int) -> str:
@@ -187,6 +198,10 @@ class Due:
     revisions: list[int] = field(default_factory=list)
     enforcer_events: list[int] = field(default_factory=list)
     plans: set[int] = field(default_factory=set)
+    permission_requests: set[int] = field(default_factory=set)
+    inbox_sessions: set[int] = field(default_factory=set)
+    # The users whose own inbox shows any of the above (found before rendering).
+    inbox_owners: set[int] | None = None
 
     @classmethod
     def everything_in(cls, changes: Changes) -> Due:
@@ -203,10 +218,17 @@ class Due:
         self.revisions += changes.revisions
         self.enforcer_events += changes.enforcer_events
         self.plans |= changes.plans
+        self.permission_requests |= changes.permission_requests
+        self.inbox_sessions |= changes.inbox_sessions
+
+    @property
+    def inbox(self) -> bool:
+        """Whether what waits on a person changed: inbox pages and header counts."""
+        return bool(self.plans or self.permission_requests or self.inbox_sessions)
 
     def __bool__(self) -> bool:
         # Every card and history line belongs to a session that is pending too.
-        return bool(self.sessions or self.plans)
+        return bool(self.sessions or self.inbox)
 
 
 _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
@@ -271,6 +293,8 @@ class Publisher:
         yield from (("session", pk) for pk in due.sessions)
         if due.plans:
             yield ("plans", 0)
+        if due.inbox:
+            yield ("inbox", 0)
 
     def _ready_at(self, key: tuple[str, int]) -> float:
         last = self.rendered_at.get(key)
@@ -311,6 +335,12 @@ class Publisher:
                     due.created_agents.add(pk)
         if pending.plans and self._ready_at(("plans", 0)) <= now:
             due.plans, pending.plans = pending.plans, set()
+        if self._ready_at(("inbox", 0)) <= now:
+            due.permission_requests, pending.permission_requests = (
+                pending.permission_requests,
+                set(),
+            )
+            due.inbox_sessions, pending.inbox_sessions = pending.inbox_sessions, set()
         # History lines are new items, never coalesced away; each goes out with the next flush.
         due.revisions, pending.revisions = pending.revisions, []
         due.enforcer_events, pending.enforcer_events = pending.enforcer_events, []
@@ -321,6 +351,10 @@ class Publisher:
     async def _flush(self) -> None:
         try:
             due = self._take_due()
+            if due.inbox:
+                due.inbox_owners = await self.loop.run_in_executor(
+                    _render_executor, inbox_owners, due
+                )
             if due:
                 watched = await watched_groups(groups_of(due))
                 if watched:
@@ -340,7 +374,27 @@ def groups_of(due: Due) -> set[str]:
     groups = {session_group(pk) for pk in due.sessions} | {OVERVIEW_GROUP}
     if due.plans:
         groups |= {HEADER_GROUP, PLANS_GROUP} | {session_group(pk) for pk in due.sessions}
+    if due.inbox:
+        for audience in [None, *sorted(due.inbox_owners or ())]:
+            groups |= {header_group(audience), inbox_group(audience)}
     return groups
+
+
+def inbox_owners(due: Due) -> set[int]:
+    """The users whose own inbox shows something of `due` (one query, in the render thread)."""
+    from django.db.models import Q
+
+    from dashboard.models import Session
+
+    if not due.inbox:
+        return set()
+    return set(
+        Session.objects.filter(
+            Q(pk__in=due.inbox_sessions)
+            | Q(plans__pk__in=due.plans)
+            | Q(permission_requests__pk__in=due.permission_requests)
+        ).values_list("owner_id", flat=True)
+    )
 
 
 async def watched_groups(groups: set[str]) -> set[str] | None:
@@ -440,9 +494,15 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         parts[session_group(entry.agent.session_id)].append(
             render_to_string("dashboard/_history_entry.html", {"entry": entry, "oob": True})
         )
+    if due.inbox:
+        owners = due.inbox_owners if due.inbox_owners is not None else inbox_owners(due)
+        for audience in [None, *sorted(owners)]:
+            if shown(header_group(audience)):
+                parts[header_group(audience)].append(render_plans_waiting(audience))
+            if shown(inbox_group(audience)):
+                parts[inbox_group(audience)].append(render_inbox(audience))
     if plans:
         flash = [plan.pk for plan in plans]
-        parts[HEADER_GROUP].append(render_plans_waiting())
         parts[PLANS_GROUP].append(fragments.render_queue(flash_pks=flash, oob=True))
         for session_pk in sorted({plan.session_id for plan in plans}):
             parts[session_group(session_pk)].append(
@@ -459,9 +519,18 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
     return [(group, fragment("".join(html))) for group, html in parts.items()]
 
 
-def render_plans_waiting() -> str:
-    from planmode.selectors import pending_plan_count
+def render_plans_waiting(audience: int | None = None) -> str:
+    """The header's count of what waits on the audience (a reviewer: None)."""
+    from planmode.inbox import inbox_count
 
     return render_to_string(
-        "dashboard/_plans_waiting.html", {"pending_plans": pending_plan_count(), "oob": True}
+        "dashboard/_plans_waiting.html", {"waiting": inbox_count(audience), "oob": True}
     )
+
+
+def render_inbox(audience: int | None) -> str:
+    """The inbox list as the audience sees it; its forms carry no CSRF token (htmx sends the
+    page's own)."""
+    from planmode.inbox import inbox_context
+
+    return render_to_string("planmode/inbox/_list.html", {**inbox_context(audience), "oob": True})

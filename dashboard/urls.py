@@ -13,6 +13,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"),
     path("continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"),
     path("plans/", include("planmode.urls")),
+    path("inbox/", include("planmode.inbox_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

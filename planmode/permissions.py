@@ -459,3 +459,22 @@ def permission_state(request: PermissionRequest) -> dict[str, Any]:
         "rule": request.rule.rule if request.rule else None,
         "decided_at": request.decided_at.isoformat() if request.decided_at else None,
     }
+
+
+# --- team rules ---------------------------------------------------------------------------------
+
+
+def team_rule_add(*, rule: str, behavior: str, project: str, user: AbstractBaseUser) -> TeamRule:
+    """A reviewer's new team rule; ValueError (one sentence) when it cannot be one."""
+    if behavior not in RuleBehavior.values:
+        raise ValueError("Choose allow or deny.")
+    rules.parse_rule(rule)
+    return TeamRule.objects.create(
+        rule=rule.strip(), behavior=behavior, project=project.strip()[:200], created_by=user
+    )
+
+
+def team_rule_remove(*, rule_id: int) -> bool:
+    """Requests it decided keep its text in their decision record."""
+    deleted, _ = TeamRule.objects.filter(pk=rule_id).delete()
+    return bool(deleted)

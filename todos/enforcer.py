@@ -519,6 +519,7 @@ def _cancel_counting(agent: Agent, *, reason: str) -> Changes:
     event = _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Countdown cancelled: {reason}.")
     changes = _changed(agent, [event])
     changes.resolved_continuations |= set(pks)
+    changes.inbox_sessions.add(agent.session_id)
     return changes
 
 
@@ -589,6 +590,7 @@ def continuation_begin(
                 deadline=now
                 + timedelta(seconds=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS),
             )
+            changes.inbox_sessions.add(agent.session_id)
         else:
             continuation = Continuation.objects.create(
                 agent=agent,
@@ -630,6 +632,7 @@ def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
                 f"{'s' if continuation.unfinished != 1 else ''} left).",
             )
             changes = _changed(agent, [event])
+            changes.inbox_sessions.add(agent.session_id)
         continuation.refresh_from_db()
     return ContinuationChange(continuation, changes)
 
@@ -652,6 +655,7 @@ def continuation_cancel(*, continuation_pk: int, by: str) -> CancelResult:
         )
         changes = _changed(continuation.agent, [event])
         changes.resolved_continuations.add(continuation_pk)
+        changes.inbox_sessions.add(continuation.agent.session_id)
     return CancelResult(cancelled=True, changes=changes)
 
 

@@ -42,6 +42,14 @@ def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "")
 
 
+REQUEST_ICONS = {**STATUS_ICONS, "allowed": "✓", "denied": "✗"}
+
+
+@register.filter
+def request_icon(status: str) -> str:
+    return REQUEST_ICONS.get(status, "")
+
+
 @register.simple_tag
 def session_plans(session_pk: int) -> SafeString:
     """The session board's plans and their decisions (the same fragment the socket pushes).

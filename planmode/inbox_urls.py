@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from planmode import inbox_views
+
+urlpatterns = [
+    path("", inbox_views.inbox, name="inbox"),
+    path("requests/decide/", inbox_views.requests_decide_many, name="inbox-decide-many"),
+    path("requests/<int:request_id>/", inbox_views.request_detail, name="inbox-request"),
+    path("requests/<int:request_id>/decide/", inbox_views.request_decide, name="inbox-decide"),
+    path("rules/", inbox_views.team_rules, name="team-rules"),
+    path("rules/<int:rule_id>/delete/", inbox_views.team_rule_delete, name="team-rule-delete"),
+]

@@ -1,0 +1,179 @@
+"""The inbox (`/inbox/`): everything waiting on me, answered in place; and the team rules.
+
+Decisions are async views through the writer, like plan decisions: the held hook hears of a
+decision the moment it commits. An htmx request gets the re-rendered list back (with the
+refusal as a notice and the refusal's status), a plain form post a redirect or the request's own
+page, so the inbox works without JavaScript too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from dashboard.errors import ServiceError
+from dashboard.models import Session
+from dashboard.writer import write, write_sync
+from planmode import inbox as selectors
+from planmode.permissions import (
+    Answer,
+    audience_of,
+    permission_decide,
+    permission_decide_many,
+    team_rule_add,
+    team_rule_remove,
+)
+
+ACTIONS = {"allow", "remember", "deny", "stop"}
+MAX_BULK = 200
+
+
+@login_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    context = selectors.inbox_context(audience_of(request.user))
+    if request.htmx:
+        return render(request, "planmode/inbox/_list.html", context)
+    return render(request, "planmode/inbox/page.html", context)
+
+
+def _answer_from(request: HttpRequest) -> Answer:
+    action = request.POST.get("action", "")
+    if action not in ACTIONS:
+        raise ServiceError(
+            "unknown_action", "Choose Allow, Always, Deny, or Deny and stop.", status=400
+        )
+    return Answer(
+        allow=action in {"allow", "remember"},
+        message=request.POST.get("message", ""),
+        interrupt=action == "stop",
+        remember=request.POST.get("remember", "") if action == "remember" else "",
+        pattern=request.POST.get("pattern", ""),
+        where=request.POST.get("where", "session"),
+    )
+
+
+def _list(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    context = selectors.inbox_context(audience_of(request.user), **extra)
+    return render(request, "planmode/inbox/_list.html", context, status=status)
+
+
+def _detail(request: HttpRequest, request_id: int, *, status: int = 200, **extra: Any):
+    item = selectors.request_item(request_id, audience_of(request.user))
+    if item is None:
+        raise Http404("No such permission request.")
+    decided = selectors.DecidedRequest(item.request, item.view).by if item.request else ""
+    context = {"item": item, "decided_by": decided, **extra}
+    return render(request, "planmode/inbox/detail.html", context, status=status)
+
+
+@login_required
+def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
+    return _detail(request, request_id)
+
+
+@login_required
+@require_POST
+async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
+    user = await request.auser()
+    try:
+        answer = _answer_from(request)
+        await write(permission_decide, request_id=request_id, user=user, answer=answer)
+    except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such permission request.") from None
+        if request.htmx:
+            return await sync_to_async(_list)(request, status=error.status, notice=error.message)
+        return await sync_to_async(_detail)(
+            request,
+            request_id,
+            status=error.status,
+            error=error.message,
+            message=request.POST.get("message", ""),
+        )
+    if request.htmx:
+        return await sync_to_async(_list)(request)
+    return redirect("inbox")
+
+
+@login_required
+@require_POST
+async def requests_decide_many(request: HttpRequest) -> HttpResponse:
+    """One answer to several identical requests (the bulk bar)."""
+    user = await request.auser()
+    ids = [int(value) for value in request.POST.getlist("ids") if value.isdigit()][:MAX_BULK]
+    notice = ""
+    status = 200
+    try:
+        answer = _answer_from(request)
+        decided = await write(permission_decide_many, request_ids=ids, user=user, answer=answer)
+        if decided.missed:
+            notice = f"Answered {len(decided.decided)}; the others were not changed: " + " ".join(
+                decided.missed
+            )
+    except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such permission request.") from None
+        notice, status = error.message, error.status
+    if request.htmx:
+        return await sync_to_async(_list)(request, status=status, notice=notice)
+    if status != 200:
+        return await sync_to_async(_list)(request, status=status, notice=notice)
+    return redirect("inbox")
+
+
+# --- team rules ---------------------------------------------------------------------------------
+
+
+def _rules_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    context = {
+        "rules": selectors.team_rules(),
+        "can_steer": audience_of(request.user) is None,
+        "projects": sorted(
+            {session.project for session in Session.objects.only("cwd", "title")[:500]}
+        ),
+        "form": {"behavior": "allow", "rule": "", "project": ""},
+        **extra,
+    }
+    return render(request, "planmode/inbox/rules.html", context, status=status)
+
+
+@login_required
+def team_rules(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _rules_page(request)
+    form = {
+        "behavior": request.POST.get("behavior", ""),
+        "rule": request.POST.get("rule", "").strip(),
+        "project": request.POST.get("project", "").strip()[:200],
+    }
+    if audience_of(request.user) is not None:
+        return _rules_page(
+            request,
+            status=403,
+            form=form,
+            error="Only reviewers can change team rules; ask an admin for the review permission.",
+        )
+    try:
+        write_sync(team_rule_add, **form, user=request.user)
+    except ValueError as error:
+        return _rules_page(request, status=422, form=form, error=str(error))
+    return redirect("team-rules")
+
+
+@login_required
+@require_POST
+def team_rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
+    if audience_of(request.user) is not None:
+        return _rules_page(
+            request,
+            status=403,
+            error="Only reviewers can change team rules; ask an admin for the review permission.",
+        )
+    if not write_sync(team_rule_remove, rule_id=rule_id):
+        raise Http404("No such rule.")
+    return redirect("team-rules")

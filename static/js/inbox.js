@@ -1,0 +1,183 @@
+/* Agentboard inbox: keyboard (j/k move, a allow, A always, d deny, D deny and stop, x select,
+   Enter open), selecting identical requests to answer together, and refusals shown in place.
+   All markup comes from the server; this only moves focus, toggles state and clicks buttons. */
+(function () {
+  "use strict";
+
+  function region() { return document.querySelector("[data-inbox]"); }
+  function items() { return Array.prototype.slice.call(document.querySelectorAll("[data-inbox-item]")); }
+  function typing(target) {
+    return target.closest && target.closest("input, textarea, select, [contenteditable]");
+  }
+
+  /* The current item survives the list being re-rendered (live updates, decisions). */
+  var currentId = null;
+  var currentIndex = 0;
+  function current() { return currentId ? document.getElementById(currentId) : null; }
+  function setCurrent(item, focus) {
+    items().forEach(function (other) { other.classList.toggle("is-current", other === item); });
+    currentId = item ? item.id : null;
+    if (item) {
+      currentIndex = items().indexOf(item);
+      if (focus) { item.focus({ preventScroll: true }); item.scrollIntoView({ block: "nearest" }); }
+    }
+  }
+  function move(step) {
+    var list = items();
+    if (!list.length) return;
+    var index = list.indexOf(current());
+    var next = index === -1 ? (step > 0 ? 0 : list.length - 1) : Math.min(list.length - 1, Math.max(0, index + step));
+    setCurrent(list[next], true);
+  }
+  function restoreCurrent() {
+    var list = items();
+    if (!list.length) { currentId = null; return; }
+    var item = current() || list[Math.min(currentIndex, list.length - 1)];
+    var hadFocus = !document.activeElement || document.activeElement === document.body;
+    setCurrent(item, hadFocus && !!currentId);
+  }
+
+  /* Selection: only identical requests (same tool, same input) go together. */
+  var selected = {};
+  var selectedKey = null;
+  function selectedIds() { return Object.keys(selected); }
+  function syncSelection() {
+    var boxes = Array.prototype.slice.call(document.querySelectorAll("[data-select]"));
+    var listed = {};
+    boxes.forEach(function (box) { listed[box.value] = true; });
+    selectedIds().forEach(function (id) { if (!listed[id]) delete selected[id]; });
+    if (!selectedIds().length) selectedKey = null;
+    boxes.forEach(function (box) {
+      var key = box.closest("[data-inbox-item]").dataset.identical;
+      box.checked = !!selected[box.value];
+      box.disabled = selectedKey !== null && key !== selectedKey;
+      box.title = box.disabled ? "Only identical requests can be answered together" : "";
+    });
+    var form = document.querySelector("[data-bulk-form]");
+    if (!form) return;
+    var count = selectedIds().length;
+    form.hidden = count === 0;
+    form.querySelector("[data-bulk-count]").textContent =
+      count + " identical request" + (count === 1 ? "" : "s") + " selected";
+  }
+  function select(box, on) {
+    var key = box.closest("[data-inbox-item]").dataset.identical;
+    if (on) {
+      if (selectedKey !== null && selectedKey !== key) return;
+      selectedKey = key;
+      selected[box.value] = true;
+    } else {
+      delete selected[box.value];
+    }
+    syncSelection();
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("[data-select]")) select(event.target, event.target.checked);
+  });
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-select-identical]");
+    if (!button) return;
+    var key = button.closest("[data-inbox-item]").dataset.identical;
+    selected = {};
+    selectedKey = key;
+    items().forEach(function (item) {
+      var box = item.dataset.identical === key && item.querySelector("[data-select]");
+      if (box) selected[box.value] = true;
+    });
+    syncSelection();
+  });
+
+  /* Deny needs a message for the model, Always a choice of what to remember: the first press
+     opens the item's details there, the second one sends. */
+  function openDetails(item, focusSelector, hintSelector) {
+    var details = item.querySelector("[data-details]");
+    if (details) details.open = true;
+    var hint = item.querySelector(hintSelector);
+    if (hint) hint.hidden = false;
+    var field = item.querySelector(focusSelector);
+    if (field) field.focus();
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-request-form] button[type=submit]");
+    if (!button) return;
+    var item = button.closest("[data-inbox-item]");
+    if (button.hasAttribute("data-needs-message")) {
+      if (!item.querySelector("textarea[name=message]").value.trim()) {
+        event.preventDefault();
+        openDetails(item, "textarea[name=message]", "[data-message-hint]");
+      }
+    } else if (button.hasAttribute("data-needs-remember") && !item.dataset.rememberShown) {
+      event.preventDefault();
+      item.dataset.rememberShown = "1";
+      openDetails(item, "[data-remember] input[type=radio]:checked", "[data-remember-hint]");
+    }
+  });
+
+  function bulk(key) {
+    var form = document.querySelector("[data-bulk-form]");
+    var action = { a: "allow", d: "deny", D: "stop" }[key];
+    if (!form || !action) return false;
+    var message = form.querySelector("input[name=message]");
+    if (action === "deny" && !message.value.trim()) { message.focus(); return true; }
+    form.querySelector('button[value="' + action + '"]').click();
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (!region()) return;
+    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
+    if (typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "j" || event.key === "k") {
+      event.preventDefault();
+      move(event.key === "j" ? 1 : -1);
+      return;
+    }
+    if (selectedIds().length && "adD".indexOf(event.key) !== -1) {
+      event.preventDefault();
+      bulk(event.key);
+      return;
+    }
+    var item = current();
+    if (!item) return;
+    if (event.key === "x") {
+      var box = item.querySelector("[data-select]");
+      if (box && !box.disabled) { event.preventDefault(); select(box, !box.checked); }
+      return;
+    }
+    if (event.key === "Enter" || event.key === "o") {
+      var link = item.querySelector("[data-open]");
+      var details = item.querySelector("[data-details]");
+      if (link) { event.preventDefault(); window.location.href = link.href; }
+      else if (details) { event.preventDefault(); details.open = !details.open; }
+      return;
+    }
+    var button = item.querySelector('[data-shortcut="' + event.key + '"]');
+    if (!button) return;
+    event.preventDefault();
+    button.click();
+  });
+
+  /* A refusal (someone was quicker, not allowed, a message missing) comes back as the list
+     with the sentence on top and its status: show it rather than drop it. */
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var status = event.detail.xhr.status;
+    if ([400, 403, 404, 409, 422].indexOf(status) === -1) return;
+    if (!event.detail.elt.closest || !event.detail.elt.closest("[data-inbox]")) return;
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  });
+
+  document.addEventListener("htmx:load", function (event) {
+    if (!region()) return;
+    if (event.target.id === "inbox-list" || (event.target.querySelector && event.target.querySelector("#inbox-list"))) {
+      restoreCurrent();
+      syncSelection();
+    }
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!region()) return;
+    var list = items();
+    if (list.length) setCurrent(list[0], false);
+    syncSelection();
+  });
+})();

@@ -10,17 +10,17 @@
     return target.closest && target.closest("input, textarea, select, [contenteditable]");
   }
 
-  /* The current item survives the list being re-rendered (live updates, decisions). */
+  /* The current item survives the list being re-rendered (live updates, decisions): when it
+     is gone, the next one still listed takes its place, as after a decision in plan review. */
   var currentId = null;
-  var currentIndex = 0;
+  var order = [];
   function current() { return currentId ? document.getElementById(currentId) : null; }
   function setCurrent(item, focus) {
-    items().forEach(function (other) { other.classList.toggle("is-current", other === item); });
+    var list = items();
+    list.forEach(function (other) { other.classList.toggle("is-current", other === item); });
     currentId = item ? item.id : null;
-    if (item) {
-      currentIndex = items().indexOf(item);
-      if (focus) { item.focus({ preventScroll: true }); item.scrollIntoView({ block: "nearest" }); }
-    }
+    order = list.map(function (other) { return other.id; });
+    if (item && focus) { item.focus({ preventScroll: true }); item.scrollIntoView({ block: "nearest" }); }
   }
   function move(step) {
     var list = items();
@@ -31,10 +31,16 @@
   }
   function restoreCurrent() {
     var list = items();
-    if (!list.length) { currentId = null; return; }
-    var item = current() || list[Math.min(currentIndex, list.length - 1)];
-    var hadFocus = !document.activeElement || document.activeElement === document.body;
-    setCurrent(item, hadFocus && !!currentId);
+    if (!list.length) { currentId = null; order = []; return; }
+    var item = current();
+    if (!item) {
+      var at = order.indexOf(currentId);
+      var after = order.slice(at + 1).concat(order.slice(0, Math.max(at, 0)).reverse());
+      var found = after.map(function (id) { return document.getElementById(id); }).filter(Boolean)[0];
+      item = found || list[0];
+    }
+    var lost = !document.activeElement || document.activeElement === document.body;
+    setCurrent(item, lost && currentId !== null);
   }
 
   /* Selection: only identical requests (same tool, same input) go together. */

@@ -110,7 +110,7 @@ def test_a_lead_answers_every_kind_of_request_from_the_keyboard(agentboard_serve
     edit_row = page.locator("[data-inbox-item][data-kind=permission]").first
     edit_row.locator("summary").click()
     assert edit_row.locator(".diff-line.is-add").count() == 2
-    assert "+2" in edit_row.inner_text() and "−1" in edit_row.inner_text()
+    assert "+2" in edit_row.inner_text() and "\u22121" in edit_row.inner_text()
     screenshot(page, "inbox-desktop-light")
     page.emulate_media(color_scheme="dark")
     screenshot(page, "inbox-desktop-dark")

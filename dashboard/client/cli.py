@@ -52,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
         "--plan-wait",
         type=float,
         default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
-        help="Seconds to wait for a reviewer's decision on a plan (default 540).",
+        help=(
+            "Seconds to wait for a decision on a plan or, with install-hooks --approvals, on "
+            "any permission request (default 540)."
+        ),
     )
 
     install = commands.add_parser(
@@ -81,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
         "--remove",
         action="store_true",
         help="Remove Agentboard's hooks (and the todo tools switch) and nothing else.",
+    )
+    install.add_argument(
+        "--approvals",
+        action="store_true",
+        help=(
+            "Send every tool's permission request to the board's inbox and hold it there "
+            "(not only plans); the terminal still asks when nobody decides in time."
+        ),
     )
     install.add_argument(
         "--no-todo-tools",
@@ -142,6 +153,7 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             command=args.use_command,
             remove=args.remove,
             todo_tools=args.todo_tools,
+            approvals=args.approvals,
         )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)

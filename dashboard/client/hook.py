@@ -2,8 +2,9 @@
 
 A plan (PermissionRequest for ExitPlanMode) goes over the agent websocket instead of a held HTTP
 request, so the wait survives a server restart: the client reconnects with backoff and asks for
-the plan again. Whatever goes wrong, the hook exits 0 without output, so Claude Code carries on
-(and asks in its terminal); the reason goes to stderr.
+the plan again. Any other tool's PermissionRequest (install-hooks --approvals) is one held HTTP
+request, waited on as long as a plan. Whatever goes wrong, the hook exits 0 without output, so
+Claude Code carries on (and asks in its terminal); the reason goes to stderr.
 """
 
 from __future__ import annotations
@@ -12,15 +13,17 @@ import asyncio
 import contextlib
 import json
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
-from typing import Any, TextIO
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TextIO, TypeVar
 
 from dashboard.client.decision import is_plan_permission_request, permission_decision
 
+T = TypeVar("T")
 HOOK_PATH = "/hooks/claude-code"
 SOCKET_PATH = "/ws/agent/"
 # Close codes the agent socket uses for refusals that retrying cannot fix.
@@ -52,6 +55,10 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
             output = asyncio.run(
                 _while_parent_lives(wait_for_plan_decision(config, payload, stderr))
             )
+        elif payload.get("hook_event_name") == "PermissionRequest":
+            # The server answers `{}` itself once its own wait is over, a little before this.
+            held = replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
+            output = asyncio.run(_while_parent_lives(_in_thread(forward, held, payload)))
         else:
             output = forward(config, payload)
     except HookFailed as failure:
@@ -63,6 +70,33 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
 
 # How often a waiting hook checks that Claude Code, its parent, is still there.
 PARENT_CHECK_SECONDS = 0.5
+PERMISSION_WAIT_MARGIN = 30.0
+
+
+async def _in_thread(func: Callable[..., T], *args: Any) -> T:
+    """`func(*args)` in a daemon thread, so that a hook whose parent went away can exit
+    without waiting for a blocked request to finish."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def run() -> None:
+        try:
+            result, error = func(*args), None
+        except BaseException as failure:  # handed to the waiting coroutine
+            result, error = None, failure
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, daemon=True).start()
+    return await done
 
 
 async def _while_parent_lives(waiting: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:

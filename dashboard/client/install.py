@@ -107,11 +107,13 @@ def merge_hooks(
     command: bool = False,
     remove: bool = False,
     todo_tools: bool = True,
+    approvals: bool = False,
 ) -> dict[str, Any]:
     """The settings with Agentboard's hooks replaced (or removed); the input is not changed.
 
     Installing also switches Claude Code's todo tools on (`todo_tools`), or off again when
-    False; removing switches them off again, as before the install."""
+    False; removing switches them off again, as before the install. With `approvals`, every
+    tool's permission request goes to the board's inbox, not only plans."""
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks", {})
     if not isinstance(hooks, dict):
@@ -139,6 +141,8 @@ def merge_hooks(
         if not url:
             raise SettingsError("Give the server's address with --url.")
         for event, matcher, timeout in HOOKED_EVENTS:
+            if approvals and event == "PermissionRequest":
+                matcher = None  # every tool: plans and all other permission requests
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
             as_command = command or event in COMMAND_ONLY_EVENTS
             group["hooks"] = [our_handler(url=url, timeout=timeout, command=as_command)]
@@ -172,6 +176,7 @@ def install_hooks(
     command: bool = False,
     remove: bool = False,
     todo_tools: bool = True,
+    approvals: bool = False,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
     if path.exists():
@@ -186,7 +191,14 @@ def install_hooks(
             raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
     else:
         text, current = None, {}
-    merged = merge_hooks(current, url=url, command=command, remove=remove, todo_tools=todo_tools)
+    merged = merge_hooks(
+        current,
+        url=url,
+        command=command,
+        remove=remove,
+        todo_tools=todo_tools,
+        approvals=approvals,
+    )
     if merged == current:
         return Outcome(path=path, changed=False, backup=None)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,11 @@ import http.cookiejar
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -123,6 +125,21 @@ class Reviewer:
     def decide(self, plan_id: int, action: str, text: str = "") -> str:
         self.log_in()
         return self._post(f"/plans/{plan_id}/decide/", {"action": action, "text": text})
+
+    def waiting_request(self, timeout: float = WAIT) -> int:
+        """The id of the first permission request the inbox lists, once there is one."""
+        self.log_in()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.opener.open(f"{self.server.url}/inbox/", timeout=WAIT) as response:
+                found = re.search(r'id="inbox-permission-(\d+)"', response.read().decode())
+            if found:
+                return int(found.group(1))
+            time.sleep(0.1)
+        raise AssertionError("no permission request reached the inbox")
+
+    def answer(self, request_id: int, action: str, **fields: str) -> str:
+        return self._post(f"/inbox/requests/{request_id}/decide/", {"action": action, **fields})
 
 
 @pytest.fixture

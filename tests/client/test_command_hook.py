@@ -105,6 +105,26 @@ def test_a_plan_waits_on_the_socket_and_gets_the_approval(
     }
 
 
+def test_any_other_tools_request_is_held_until_answered_on_the_inbox(
+    agentboard_server, run_hook, reviewer_browser
+):
+    hook = run_hook(
+        load_fixture("permission_request_bash.json"),
+        url=agentboard_server.url,
+        token=agentboard_server.token,
+    )
+    reviewer = reviewer_browser(agentboard_server)
+    request_id = reviewer.waiting_request()
+
+    reviewer.answer(request_id, "deny", message="Run only the changed test file.")
+
+    code, stdout, _ = hook.finish()
+    assert code == 0
+    decision = json.loads(stdout)["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert decision["message"].endswith("Their message:\nRun only the changed test file.")
+
+
 def test_a_server_restart_during_the_wait_still_ends_with_the_decision(
     agentboard_server, run_hook, reviewer_browser
 ):

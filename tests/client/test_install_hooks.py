@@ -213,3 +213,16 @@ def test_a_url_is_required_to_install(project, capsys):
         main(["install-hooks", "--project", str(project), "--url", "board.example"])
     assert "--url" in capsys.readouterr().err
     assert read(project) == EXISTING
+
+
+def test_approvals_send_every_tools_permission_request_to_the_board(project):
+    assert main(["install-hooks", "--url", URL, "--project", str(project), "--approvals"]) == 0
+
+    [group] = read(project)["hooks"]["PermissionRequest"]
+    assert "matcher" not in group, "every tool, plans included"
+    assert group["hooks"][0]["timeout"] == 600
+
+    # Installing again without it goes back to plans only.
+    assert main(["install-hooks", "--url", URL, "--project", str(project)]) == 0
+    [group] = read(project)["hooks"]["PermissionRequest"]
+    assert group["matcher"] == "ExitPlanMode"

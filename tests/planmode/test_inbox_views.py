@@ -315,6 +315,8 @@ def test_a_request_page_shows_one_request_with_its_form(reviewer_client, user):
     page = parse_html(response.content)
     assert "open" in page.find("details", cls="inbox-details").attrs
     assert page.find("input", name="csrfmiddlewaretoken")
+    # A plain post there: the page has no list for htmx to replace.
+    assert "hx-post" not in page.find("form", cls="inbox-form").attrs
 
 
 # --- bulk -------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from dashboard.edge import AgentType, Cwd, column_length, text_tree_problem, text_type
-from planmode.models import Plan
+from planmode.models import PermissionRequest, Plan
 from planmode.schemas import PlanFilePath
 from todos.models import TodoRevision
 from todos.schemas import ActiveForm, Content, TodoId, TodoList
@@ -109,11 +109,24 @@ class ExitPlanModeToolInput(Lenient):
     planFilePath: PlanFilePath | None = None
 
 
+ToolName = text_type(max_length=column_length(PermissionRequest, "tool_name"), blank="is empty")
+
+
 class PermissionRequestInput(ToolHookInput):
     """PermissionRequest for any tool: `permission_suggestions` are the "always allow" updates
     Claude Code would offer in its own prompt (kept as sent, to hand back if chosen)."""
 
+    tool_name: ToolName
     permission_suggestions: list[Any] = Field(default_factory=list)
+
+    @field_validator("permission_suggestions")
+    @classmethod
+    def storable_suggestions(cls, value: list[Any]) -> list[Any]:
+        found = text_tree_problem({"permission_suggestions": value})
+        if found:
+            path, problem = found
+            raise ValueError(f"{'.'.join(str(part) for part in path)} {problem}")
+        return value
 
     @property
     def suggestions(self) -> list[dict[str, Any]]:

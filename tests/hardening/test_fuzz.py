@@ -140,6 +140,7 @@ def quick_waits(settings) -> None:
     """A plan hook that passes validation is held for a reviewer, and a Stop with unfinished
     tasks for a countdown: both end at once here."""
     settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = 0.01
+    settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS = 0.01
     settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 0.01
 
 

@@ -448,3 +448,18 @@ async def test_a_notification_says_the_agent_waits_in_its_terminal_until_it_move
 
     await wait.arefresh_from_db()
     assert wait.ended_at is not None
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"tool_name": "x" * 201}, id="a tool name too long to store"),
+        pytest.param({"permission_suggestions": [{"type": "a\u0000b"}]}, id="a NUL"),
+    ],
+)
+async def test_a_request_that_cannot_be_stored_is_refused_and_changes_nothing(agent, changes):
+    response = await agent.hook(load_fixture("permission_request_bash.json", **changes))
+
+    assert response.status_code == 422
+    assert response.json()["error"]["message"].endswith(".")
+    assert await PermissionRequest.objects.acount() == 0

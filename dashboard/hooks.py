@@ -254,6 +254,8 @@ def _record_and_enforce(
     resolved, changes = hook_observe(
         owner=owner,
         hook=hook,
+        tool_name=tool_name,
+        tool_input=payload.get("tool_input"),
         notify=event in LIFECYCLE_EVENTS,
         # Plain tool uses come many a second: their time on the board needs no finer grain.
         coarse=event in {"PostToolUse", "PostToolUseFailure"},
@@ -278,7 +280,13 @@ def _record_and_enforce(
 
 
 def hook_observe(
-    *, owner: AbstractBaseUser, hook: HookInput, notify: bool, coarse: bool = False
+    *,
+    owner: AbstractBaseUser,
+    hook: HookInput,
+    notify: bool,
+    coarse: bool = False,
+    tool_name: str = "",
+    tool_input: object = None,
 ) -> tuple[ResolvedAgent, Changes]:
     """Apply what any hook tells about its session and agent: existence, mode, lifecycle and
     activity, inside the writer's transaction. Returns what the board must show."""
@@ -326,7 +334,15 @@ def hook_observe(
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
     if agent.awaiting_plan and event != "Notification":
-        changes.merge(agent_moved_on(agent=agent, moved_on=event not in NOT_MOVING_ON))
+        changes.merge(
+            agent_moved_on(
+                agent=agent,
+                moved_on=event not in NOT_MOVING_ON,
+                event=event,
+                tool_name=getattr(hook, "tool_name", None) or tool_name,
+                tool_input=getattr(hook, "tool_input", None) or tool_input,
+            )
+        )
     return resolved, changes
 
 

@@ -380,10 +380,25 @@ def permission_expire(*, request_id: int) -> RequestChange:
 # --- the agent moved on -----------------------------------------------------------------------
 
 
-def agent_moved_on(*, agent: Agent, moved_on: bool) -> Changes:
+# Events that close the agent's turn or open a new one: whatever it waited on was answered.
+TURN_EVENTS = frozenset({"UserPromptSubmit", "Stop", "SubagentStop", "SessionStart"})
+
+
+def agent_moved_on(
+    *,
+    agent: Agent,
+    moved_on: bool,
+    event: str = "",
+    tool_name: str | None = None,
+    tool_input: object = None,
+) -> Changes:
     """An event of an agent that something of waited on a person: it is no longer waiting in
     its terminal, and when the event is other work (`moved_on`), its pending plans and
-    requests were answered in the terminal (their held hooks let go, late decisions refused)."""
+    requests were answered in the terminal (their held hooks let go, late decisions refused).
+
+    Claude Code runs the tool calls of one turn side by side, so another tool's event says
+    nothing about a permission request still waiting: only the same call having run
+    (PostToolUse with its tool and input) or the turn ending answers it."""
     changes = Changes()
     ended = TerminalWait.objects.filter(agent=agent, ended_at__isnull=True).update(
         ended_at=timezone.now()
@@ -398,7 +413,16 @@ def agent_moved_on(*, agent: Agent, moved_on: bool) -> Changes:
             agent=agent, status=RequestStatus.PENDING
         )
     )
-    answered = [r for r in pending if _finish(r, outcome=RequestStatus.ANSWERED_IN_TERMINAL)]
+    if event in TURN_EVENTS:
+        settled, waiting = pending, []
+    else:
+        settled = [r for r in pending if (r.tool_name, r.tool_input) == (tool_name, tool_input)]
+        waiting = [r for r in pending if r not in settled]
+    if waiting:
+        # Still waiting on a person: the agent's next events must be looked at too.
+        Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
+        agent.awaiting_plan = True
+    answered = [r for r in settled if _finish(r, outcome=RequestStatus.ANSWERED_IN_TERMINAL)]
     return changes.merge(_changes(answered)) if answered else changes
 
 

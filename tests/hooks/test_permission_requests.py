@@ -348,14 +348,15 @@ async def test_a_request_of_another_users_session_is_refused(agent, other_user):
 
 
 def bash_ran(**changes) -> dict:
-    return load_fixture(
-        "post_tool_use_todowrite.json",
-        tool_name="Bash",
-        tool_input={"command": "npm run test -- --watch=false"},
-        tool_response={"stdout": "ok"},
-        tool_use_id="toolu_after_terminal",
+    fields = {
+        "tool_name": "Bash",
+        # The same call as the request: PostToolUse carries its input unchanged.
+        "tool_input": load_fixture("permission_request_bash.json")["tool_input"],
+        "tool_response": {"stdout": "ok"},
+        "tool_use_id": "toolu_after_terminal",
         **changes,
-    )
+    }
+    return load_fixture("post_tool_use_todowrite.json", **fields)
 
 
 @pytest.mark.parametrize(
@@ -463,3 +464,19 @@ async def test_a_request_that_cannot_be_stored_is_refused_and_changes_nothing(ag
     assert response.status_code == 422
     assert response.json()["error"]["message"].endswith(".")
     assert await PermissionRequest.objects.acount() == 0
+
+
+async def test_a_parallel_tool_call_of_the_same_agent_leaves_the_request_waiting(agent, reviewer):
+    """Claude Code runs a turn's tool calls side by side: a Read that needed no permission
+    finishing says nothing about the Bash call still waiting."""
+    held = agent.hold(load_fixture("permission_request_bash.json"))
+    request = await agent.waiting(held)
+
+    read = bash_ran(tool_name="Read", tool_input={"file_path": "/home/dev/shop/README.md"})
+    assert (await agent.hook(read)).status_code == 200
+    assert (await agent.hook(dict(read, tool_use_id="toolu_second_read"))).status_code == 200
+
+    await asyncio.sleep(0.2)
+    assert not held.done()
+    await decide(request, reviewer, allow=True)
+    assert decision_of(await answer(held))["behavior"] == "allow"

@@ -28,6 +28,8 @@ class Changes:
     enforcer_events: list[int] = field(default_factory=list)
     # Plans submitted, decided, withdrawn or expired: queue, boards and review pages.
     plans: set[int] = field(default_factory=set)
+    # Plans whose annotations changed: their review pages' lists.
+    annotated_plans: set[int] = field(default_factory=set)
     # Plans that left pending, with the state their waiting agents are told.
     decided_plans: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Continuation countdowns that ended: their held Stop hooks wake up.
@@ -48,6 +50,7 @@ class Changes:
                 self.revisions,
                 self.enforcer_events,
                 self.plans,
+                self.annotated_plans,
                 self.decided_plans,
                 self.resolved_continuations,
                 self.permission_requests,
@@ -73,6 +76,7 @@ class Changes:
             pk for pk in other.enforcer_events if pk not in self.enforcer_events
         ]
         self.plans |= other.plans
+        self.annotated_plans |= other.annotated_plans
         self.decided_plans.update(other.decided_plans)
         self.resolved_continuations |= other.resolved_continuations
         self.permission_requests |= other.permission_requests

@@ -131,6 +131,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             for template in ("_session_header", "_cards", "_history"):
                 parts.append(render_to_string(f"dashboard/{template}.html", context))
             parts.append(fragments.render_session_plans(session.pk, oob=True))
+            parts.append(fragments.render_session_attention(session.pk, oob=True))
         return "".join(parts)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from dashboard.edge import AgentType, Cwd, column_length, text_tree_problem, text_type
+from dashboard.models import Session
 from planmode.models import PermissionRequest, Plan
 from planmode.schemas import PlanFilePath
 from todos.models import TodoRevision
@@ -23,6 +24,9 @@ ToolUseId = text_type(
 # Claude Code may report a task without a subject; the handler then adds no item.
 TaskSubject = text_type()
 PlanText = text_type(blank="must not be empty")
+# Only its first line is kept, shortened, as the session's title.
+Prompt = text_type()
+GitBranch = text_type(max_length=column_length(Session, "branch"))
 
 
 class Lenient(BaseModel):
@@ -47,6 +51,10 @@ class HookInput(Lenient):
     agent_type: AgentType | None = None
     # Any tool use (PostToolUse of every tool counts as a step).
     tool_use_id: ToolUseId | None = None
+    # UserPromptSubmit: the developer's prompt (the first one titles the session).
+    prompt: Prompt | None = None
+    # Not sent by Claude Code itself: `agentboard hook` adds the branch checked out in `cwd`.
+    git_branch: GitBranch | None = None
 
     @property
     def acting_agent_id(self) -> str:

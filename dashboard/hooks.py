@@ -43,6 +43,7 @@ from dashboard.services import (
     agent_resolve_for_update,
     agent_touch,
     known_agent_pk,
+    session_describe,
     token_owner,
 )
 from dashboard.waiting import stop_hook_answer, wait_for_decision
@@ -310,15 +311,18 @@ def hook_observe(
         session_fields.append("permission_mode")
     if event == "SessionEnd":
         session.ended_at = now
-        session_fields.append("ended_at")
+        session.ended_quietly = False
+        session_fields += ["ended_at", "ended_quietly"]
         others = list(session.agents.exclude(pk=agent.pk).filter(status=Agent.Status.RUNNING))
         for other in others:
             _agent_stop(other, now)
         changed_agents.extend(others)
     elif session.ended_at is not None:
-        # Any later event (a resumed session) brings it back to life.
-        session.ended_at = None
+        # Any later event (a resumed session) brings it back to life (`agent_touch` saves it).
         session_fields.append("ended_at")
+    prompt = hook.prompt if event == "UserPromptSubmit" else None
+    if session_describe(session=session, title=prompt or "", branch=hook.git_branch or ""):
+        session_fields += ["title", "branch"]
     if event in {"SubagentStop", "SessionEnd"}:
         _agent_stop(agent, now)
     elif agent.status == Agent.Status.STOPPED:
@@ -327,7 +331,7 @@ def hook_observe(
         agent.save(update_fields=["status", "stopped_at"])
     if session_fields:
         session.save(update_fields=session_fields)
-    agent_touch(agent=agent, coarse=coarse)
+    agent_touch(agent=agent, coarse=coarse, ending=event == "SessionEnd")
     changes = Changes()
     if notify or session_fields or resolved.agent_created or resolved.session_created:
         changes = resolved.changes()

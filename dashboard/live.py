@@ -202,6 +202,7 @@ class Due:
     inbox_sessions: set[int] = field(default_factory=set)
     # The users whose own inbox shows any of the above (found before rendering).
     inbox_owners: set[int] | None = None
+    annotated_plans: set[int] = field(default_factory=set)
 
     @classmethod
     def everything_in(cls, changes: Changes) -> Due:
@@ -220,6 +221,7 @@ class Due:
         self.plans |= changes.plans
         self.permission_requests |= changes.permission_requests
         self.inbox_sessions |= changes.inbox_sessions
+        self.annotated_plans |= changes.annotated_plans
 
     @property
     def inbox(self) -> bool:
@@ -228,7 +230,7 @@ class Due:
 
     def __bool__(self) -> bool:
         # Every card and history line belongs to a session that is pending too.
-        return bool(self.sessions or self.inbox)
+        return bool(self.sessions or self.inbox or self.annotated_plans)
 
 
 _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
@@ -291,7 +293,7 @@ class Publisher:
     def _keys(self, due: Due) -> Iterable[tuple[str, int]]:
         # A session's cards, header, overview row and history lines go out together.
         yield from (("session", pk) for pk in due.sessions)
-        if due.plans:
+        if due.plans or due.annotated_plans:
             yield ("plans", 0)
         if due.inbox:
             yield ("inbox", 0)
@@ -333,8 +335,9 @@ class Publisher:
                 if pk in pending.created_agents:
                     pending.created_agents.discard(pk)
                     due.created_agents.add(pk)
-        if pending.plans and self._ready_at(("plans", 0)) <= now:
+        if (pending.plans or pending.annotated_plans) and self._ready_at(("plans", 0)) <= now:
             due.plans, pending.plans = pending.plans, set()
+            due.annotated_plans, pending.annotated_plans = pending.annotated_plans, set()
         if self._ready_at(("inbox", 0)) <= now:
             due.permission_requests, pending.permission_requests = (
                 pending.permission_requests,
@@ -377,6 +380,7 @@ def groups_of(due: Due) -> set[str]:
     if due.inbox:
         for audience in [None, *sorted(due.inbox_owners or ())]:
             groups |= {header_group(audience), inbox_group(audience)}
+    groups |= {plan_review_group(pk) for pk in due.annotated_plans}
     return groups
 
 
@@ -455,7 +459,8 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                 "card": card,
                 "oob": True,
                 "oob_insert": "beforeend:#cards" if created else "",
-                "flash": True,
+                # A new card flashes; on a changed one, the browser highlights what changed.
+                "flash": created,
             },
         )
         parts[session_group(card.agent.session_id)].append(html)
@@ -478,7 +483,7 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                     "oob_insert": "afterbegin:#session-list"
                     if session_pk in due.created_sessions
                     else "",
-                    "flash": True,
+                    "flash": session_pk in due.created_sessions,
                 },
             )
         )
@@ -507,6 +512,7 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         for session_pk in sorted({plan.session_id for plan in plans}):
             parts[session_group(session_pk)].append(
                 fragments.render_session_plans(session_pk, flash_pks=flash, oob=True)
+                + fragments.render_session_attention(session_pk, oob=True)
             )
         # Every page of an agent's plan thread shows the thread's decision history.
         for plan in {plan.agent_id: plan for plan in plans}.values():
@@ -516,6 +522,10 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         for plan in plans:
             if not plan.is_pending:
                 parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
+                parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
+    for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
+        if shown(plan_review_group(plan.pk)):
+            parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment("".join(html))) for group, html in parts.items()]
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from pathlib import PurePath
 
@@ -26,13 +27,19 @@ class Session(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
     )
     cwd = models.CharField(max_length=1000, blank=True)
+    # What the session is about: the first prompt, or else the title of its first plan.
     title = models.CharField(max_length=200, blank=True)
+    # The git branch it works on, when a hook or a transcript says so.
+    branch = models.CharField(max_length=200, blank=True)
     permission_mode = models.CharField(
         max_length=20, choices=PermissionMode.choices, default=PermissionMode.DEFAULT
     )
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # Ended by the server after AGENTBOARD_SESSION_IDLE_MINUTES without a word from its agents,
+    # not by the agent's own SessionEnd; any later report brings it back.
+    ended_quietly = models.BooleanField(default=False)
     # The lead can switch the continuation enforcer off for one session from the board.
     enforcer_enabled = models.BooleanField(default=True)
 
@@ -46,7 +53,15 @@ class Session(models.Model):
     def project(self) -> str:
         if self.cwd:
             return PurePath(self.cwd).name or self.cwd
-        return self.title or "unnamed project"
+        return "unnamed project"
+
+    @property
+    def short_id(self) -> str:
+        return short_id(self.session_id, length=8)
+
+    @property
+    def display_title(self) -> str:
+        return self.title or f"session {self.short_id}"
 
     @property
     def is_active(self) -> bool:
@@ -99,7 +114,21 @@ class Agent(models.Model):
 
     @property
     def short_id(self) -> str:
-        return self.agent_id.removeprefix("agent-")[:6]
+        return short_id(self.agent_id.removeprefix("agent-"))
+
+
+HEX_ID = re.compile(r"^[0-9a-f]{8,}(-[0-9a-f]+)*$", re.IGNORECASE)
+READABLE_ID_LENGTH = 16
+
+
+def short_id(value: str, *, length: int = 6) -> str:
+    """An id short enough to scan: the start of a random (hex, UUID) id, a readable id whole
+    (never cut into a word fragment), a long readable one with an ellipsis."""
+    if HEX_ID.match(value):
+        return value[:length]
+    if len(value) <= READABLE_ID_LENGTH:
+        return value
+    return value[: READABLE_ID_LENGTH - 1] + "…"
 
 
 def hash_token(raw: str) -> str:

@@ -11,7 +11,8 @@ from django.db.models import Count, Prefetch
 from django.utils.text import Truncator
 
 from dashboard.models import Agent, Session
-from planmode.selectors import pending_by_session
+from planmode.models import Plan, PlanStatus
+from planmode.selectors import pending_by_session, sessions_with_pending_plans
 from todos.models import AgentTracking, Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
 from todos.services import FLAG_MESSAGES, progress_of
 
@@ -65,6 +66,8 @@ class AgentCard:
     shown: list[Todo] = field(default_factory=list)
     hidden_before: int = 0
     hidden_after: int = 0
+    # The agent's plan waiting for a reviewer, if any: the card says so.
+    waiting_plan: Plan | None = None
 
     @property
     def next_pending(self) -> Todo | None:
@@ -85,6 +88,23 @@ class SessionSummary:
     extra: dict = field(default_factory=dict)
     # An agent of this session is in the enforcer's countdown, which the lead may cancel.
     continuing: bool = False
+
+    @property
+    def waiting_plan(self) -> Plan | None:
+        return self.extra.get("waiting_plan")
+
+    @property
+    def group(self) -> str:
+        """Where the overview lists it: what waits on the lead first, ended sessions last."""
+        if self.extra.get("plans_waiting") or self.continuing:
+            return "waiting"
+        return "active" if self.session.is_active else "ended"
+
+    @property
+    def change_key(self) -> str:
+        """What a reader would notice changing (not the clock): the row flashes when it does."""
+        t = self.tally
+        return f"{self.group}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
 
 
 def card_window(todos: Sequence[Todo]) -> tuple[int, int]:
@@ -121,6 +141,7 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
     flags = [(flag, FLAG_MESSAGES[flag]) for flag in current if flag in FLAG_MESSAGES]
     counting = agent.counting_continuations
     start, end = card_window(todos)
+    pending_plans = getattr(agent, "pending_plans", [])
     return AgentCard(
         agent=agent,
         todos=todos,
@@ -132,6 +153,7 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
         shown=todos[start:end],
         hidden_before=start,
         hidden_after=len(todos) - end,
+        waiting_plan=pending_plans[0] if pending_plans else None,
     )
 
 
@@ -152,6 +174,11 @@ def _card_prefetches() -> list[Prefetch]:
                 "-created_at", "-pk"
             )[:FLAG_HISTORY_LENGTH],
             to_attr="recent_flags",
+        ),
+        Prefetch(
+            "plans",
+            queryset=Plan.objects.filter(status=PlanStatus.PENDING).order_by("-revision"),
+            to_attr="pending_plans",
         ),
     ]
 
@@ -250,9 +277,28 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
     return summaries
 
 
+GROUP_ORDER = {"waiting": 0, "active": 1, "ended": 2}
+
+
 def overview(limit: int = OVERVIEW_LIMIT) -> list[SessionSummary]:
+    """What waits on the lead first (longest waiting first), then running sessions and then
+    ended ones, each newest activity first. A waiting session is listed however old it is."""
     sessions = list(Session.objects.select_related("owner").order_by("-last_seen_at")[:limit])
-    return session_summaries(sessions)
+    listed = {session.pk for session in sessions}
+    missing = [pk for pk in sessions_with_pending_plans() if pk not in listed]
+    if missing:
+        sessions += Session.objects.select_related("owner").filter(pk__in=missing)
+    summaries = session_summaries(sessions)
+
+    def place(summary: SessionSummary) -> tuple:
+        since = summary.extra.get("plan_waiting_since")
+        return (
+            GROUP_ORDER[summary.group],
+            since.timestamp() if since else 0.0,
+            -summary.session.last_seen_at.timestamp(),
+        )
+
+    return sorted(summaries, key=place)
 
 
 def session_summary(session_pk: int) -> SessionSummary:

@@ -111,11 +111,18 @@ class AgentboardServer(Server):
         # Server.run builds its factories, listens and starts the reactor, all in one call:
         # they are bounded once the reactor runs, before it accepts the first connection.
         reactor.callWhenRunning(self._bound)
+        reactor.callWhenRunning(self._sweep_idle_sessions)
         super().run()
 
     def _bound(self) -> None:
         self.http_factory.protocol = ArrivalDeadlineChannel
         self.ws_factory.setProtocolOptions(failByDrop=False)
+
+    def _sweep_idle_sessions(self) -> None:
+        from dashboard.idle import end_idle_sessions_forever
+
+        # Kept on the server: the event loop holds only a weak reference to its tasks.
+        self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())
 
     def listen_success(self, port: Any) -> None:
         self.ports.append(port)
@@ -145,6 +152,7 @@ class AgentboardServer(Server):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.AGENTBOARD_STOP_GRACE_SECONDS
         watch_for(loop).stop()
+        self.idle_sweep.cancel()
         for protocol in list(self.connections):
             if isinstance(protocol, WebSocketProtocol):
                 # sendClose() refuses 1012 from an application; the frame is valid. Browsers (htmx)

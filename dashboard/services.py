@@ -256,23 +256,56 @@ def _fill_in(agent: Agent, *, agent_type: str, cwd: str) -> None:
         agent.unsaved_identity = True
 
 
+TITLE_LENGTH = 120
+
+
+def session_title_from(text: str) -> str:
+    """A session's title from a prompt or a plan title: its first line, shortened."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    line = re.sub(r"^#+\s*", "", line)
+    line = re.sub(r"\s+", " ", line)
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def session_describe(*, session: Session, title: str = "", branch: str = "") -> bool:
+    """Fill in what tells a session apart (the first title stays, the branch follows the
+    agent); saved with the next `agent_touch`. Returns whether anything changed."""
+    changed = False
+    title = session_title_from(title) if title else ""
+    if title and not session.title:
+        session.title = title
+        changed = True
+    branch = branch.strip()[:200]
+    if branch and session.branch != branch:
+        session.branch = branch
+        changed = True
+    return changed
+
+
 # "last event 3 s ago" needs no finer time: an agent busy with many tool calls a second costs
 # one update of its row and its session's per second, not one per call.
 TOUCH_PRECISION = timedelta(seconds=1)
 
 
-def agent_touch(*, agent: Agent, coarse: bool = False) -> None:
+def agent_touch(*, agent: Agent, coarse: bool = False, ending: bool = False) -> None:
     """Mark activity on the agent and its session (inside the caller's transaction). A
-    `coarse` touch (a plain tool use) is skipped when the last one is under a second old."""
+    `coarse` touch (a plain tool use) is skipped when the last one is under a second old.
+    Activity brings an ended session back, unless it is the session's own end (`ending`)."""
     assert transaction.get_connection().in_atomic_block
     now = timezone.now()
+    session = agent.session
+    revive = session.ended_at is not None and not ending
     fresh = now - agent.last_seen_at < TOUCH_PRECISION and (
-        now - agent.session.last_seen_at < TOUCH_PRECISION
+        now - session.last_seen_at < TOUCH_PRECISION
     )
-    if coarse and fresh and not getattr(agent, "unsaved_identity", False):
+    if coarse and fresh and not revive and not getattr(agent, "unsaved_identity", False):
         return
     agent.last_seen_at = now
-    agent.session.last_seen_at = now
-    agent.session.save(update_fields=["last_seen_at", "cwd"])
+    session.last_seen_at = now
+    fields = ["last_seen_at", "cwd", "title", "branch"]
+    if revive:
+        session.ended_at, session.ended_quietly = None, False
+        fields += ["ended_at", "ended_quietly"]
+    session.save(update_fields=fields)
     agent.save(update_fields=["last_seen_at", "agent_type"])
     agent.unsaved_identity = False

@@ -287,6 +287,12 @@ AGENTBOARD_LIVE_FRAME_MS = envint("AGENTBOARD_LIVE_FRAME_MS", 100)
 if AGENTBOARD_LIVE_FRAME_MS < 0:
     raise ImproperlyConfigured("AGENTBOARD_LIVE_FRAME_MS must be 0 or more.")
 
+# A session whose agents have said nothing for this long ends (and comes back with their next
+# report); 0 keeps sessions running until their agent says SessionEnd.
+AGENTBOARD_SESSION_IDLE_MINUTES = envfloat("AGENTBOARD_SESSION_IDLE_MINUTES", 30.0)
+if AGENTBOARD_SESSION_IDLE_MINUTES < 0:
+    raise ImproperlyConfigured("AGENTBOARD_SESSION_IDLE_MINUTES must be 0 or more.")
+
 # Largest plan accepted, in characters of markdown.
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 

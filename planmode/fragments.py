@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
-from planmode import selectors
+from planmode import selectors, services
 from planmode.models import Plan
 
 
@@ -35,6 +35,14 @@ def render_session_plans(
 ) -> str:
     context = session_plans_context(session_pk, flash_pks=flash_pks)
     return render_to_string("planmode/_session_plans.html", {**context, "oob": oob})
+
+
+def render_session_attention(session_pk: int, *, oob: bool = False) -> str:
+    """The board's banner for each of the session's plans that wait for a reviewer."""
+    return render_to_string(
+        "planmode/_session_attention.html",
+        {"waiting_plans": selectors.session_pending_plans(session_pk), "oob": oob},
+    )
 
 
 def thread_plan_pks(plan: Plan) -> list[int]:
@@ -69,6 +77,20 @@ def review_snapshot(plan_pk: int) -> str:
     plan = selectors.plan_for_review(plan_pk)
     if plan is not None:
         parts.append(render_thread(plan, oob=True))
+        parts.append(render_annotations(plan))
         if not plan.is_pending:
             parts.append(render_decision_panel(plan))
     return "".join(parts)
+
+
+def annotations_context(plan: Plan) -> dict:
+    return {"plan": plan, "annotations": services.plan_annotations(plan)}
+
+
+def render_annotations(plan: Plan, *, oob: bool = True) -> str:
+    """The list of a plan's annotations, for every browser on its review page. The same for
+    all of them: buttons for reviewers are hidden from watchers by the page (and refused by
+    the server)."""
+    return render_to_string(
+        "planmode/_annotations.html", {**annotations_context(plan), "oob": oob}
+    )

@@ -4,6 +4,7 @@ the parser (it comes out as visible text), and the output is sanitized again wit
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -19,7 +20,7 @@ TASK_PATTERN = re.compile(r"^\[([ xX])\]\s+")
 ALIGN_PATTERN = re.compile(r"^text-align:(left|center|right)$")
 
 ALLOWED_TAGS = set(
-    "h1 h2 h3 h4 h5 h6 p br hr blockquote pre code span em strong s del a ul ol li input "
+    "h1 h2 h3 h4 h5 h6 p br hr blockquote pre code span em strong s del a ul ol li input label "
     "table thead tbody tr th td".split()
 )
 ALLOWED_ATTRIBUTES = {
@@ -67,8 +68,12 @@ def _task_lists(state: StateCore) -> None:
         checkbox = Token("html_inline", "", 0)
         # Our own markup, not the agent's: html_inline tokens render as they are even with the
         # parser's html option off, and nh3 below still checks them.
-        checkbox.content = f'<input type="checkbox" disabled{checked}> '
+        # In a label with the item's text: a checkbox needs a name (screen readers, axe).
+        checkbox.content = f'<label><input type="checkbox" disabled{checked}> '
+        closing = Token("html_inline", "", 0)
+        closing.content = "</label>"
         inline.children.insert(0, checkbox)
+        inline.children.append(closing)
         tokens[index - 2].attrSet("class", "task-list-item")
 
 
@@ -83,6 +88,13 @@ def _table_alignment(state: StateCore) -> None:
             token.attrSet("class", f"align-{match.group(1)}")
 
 
+def _headings_below_title(state: StateCore) -> None:
+    """The review page's h1 is the plan's title: the plan's own headings go one level down."""
+    for token in state.tokens:
+        if token.type in {"heading_open", "heading_close"}:
+            token.tag = f"h{min(6, int(token.tag[1]) + 1)}"
+
+
 _parser = (
     MarkdownIt("commonmark", {"html": False, "highlight": _highlight})
     .enable(["table", "strikethrough"])
@@ -91,11 +103,51 @@ _parser = (
 )
 _parser.core.ruler.push("task_lists", _task_lists)
 _parser.core.ruler.push("table_alignment", _table_alignment)
+_page_parser = (
+    MarkdownIt("commonmark", {"html": False, "highlight": _highlight})
+    .enable(["table", "strikethrough"])
+    .disable("image")
+)
+_page_parser.core.ruler.push("task_lists", _task_lists)
+_page_parser.core.ruler.push("table_alignment", _table_alignment)
+_page_parser.core.ruler.push("headings_below_title", _headings_below_title)
+BLOCK_TAG = re.compile(
+    r"</?(?:p|br|hr|h[1-6]|li|ul|ol|pre|blockquote|table|thead|tbody|tr|th|td)\b[^>]*>"
+)
+HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def without_title(markdown: str, title: str) -> str:
+    """The plan without its first line when that line is the heading the page shows as its
+    title, so the title is not said twice."""
+    lines = markdown.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return markdown
+    heading = HEADING_LINE.match(lines[first])
+    if heading and heading.group(1).strip() == title:
+        return "\n".join(lines[first + 1 :])
+    return markdown
+
+
+def render_plan_page(markdown: str, *, title: str) -> SafeString:
+    """A plan for its review page, under the page's h1 (its title)."""
+    return _sanitized(_page_parser.render(without_title(markdown, title)))
+
+
+def plain_text(html: str) -> str:
+    """The words of rendered HTML as a reader selects them, whitespace collapsed."""
+    text = BLOCK_TAG.sub(" ", html)
+    text = re.sub(r"<[^>]+>", "", text)
+    return re.sub(r"\s+", " ", unescape(text)).strip()
 
 
 def render_plan(markdown: str) -> SafeString:
     """Sanitized HTML for a plan. `javascript:` and other non-web links do not survive."""
-    html = _parser.render(markdown)
+    return _sanitized(_parser.render(markdown))
+
+
+def _sanitized(html: str) -> SafeString:
     clean = nh3.clean(
         html,
         tags=ALLOWED_TAGS,

@@ -263,3 +263,38 @@ class TerminalWait(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} waiting in its terminal"
+
+
+class Annotation(models.Model):
+    """A reviewer's remark on a part of a plan: the text they selected and what to do with it.
+    Editable while the plan waits; sent to the agent with the decision and kept with the plan
+    (the next revision's page shows them beside what changed)."""
+
+    class Kind(models.TextChoices):
+        COMMENT = "comment", "comment"
+        DELETE = "delete", "delete"
+        REPLACE = "replace", "replace"
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="annotations")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.COMMENT)
+    # The words of the rendered plan the reviewer selected.
+    quote = models.TextField()
+    comment = models.TextField(blank=True)
+    # For "replace": the text to put instead.
+    replacement = models.TextField(blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="plan_annotations",
+    )
+    author_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on plan {self.plan_id}: {self.quote[:40]}"

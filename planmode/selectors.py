@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Min, QuerySet
+from django.db.models import QuerySet
 
 from dashboard.errors import ServiceError
 from planmode.models import Plan, PlanStatus
@@ -17,7 +17,6 @@ RECENT_DECIDED = 20
 SESSION_PLANS = 20
 THREAD_LENGTH = 30
 DIFF_CONTEXT = 3
-HUNK_HEADER = re.compile(r"^@@ -(\d+)")
 
 
 def pending_plan_count() -> int:
@@ -90,46 +89,106 @@ def session_plans(session_pk: int, limit: int = SESSION_PLANS) -> list[Plan]:
     )
 
 
-def pending_by_session(session_pks: list[int]) -> dict[int, dict[str, int | datetime]]:
-    """For overview rows: how many plans wait in each session and since when."""
-    rows = (
-        Plan.objects.filter(session_id__in=session_pks, status=PlanStatus.PENDING)
-        .values("session_id")
-        .annotate(count=Count("pk"), since=Min("submitted_at"))
+def session_pending_plans(session_pk: int) -> list[Plan]:
+    return list(
+        _with_relations(
+            Plan.objects.filter(session_id=session_pk, status=PlanStatus.PENDING)
+        ).order_by("submitted_at", "pk")
     )
-    return {
-        row["session_id"]: {"plans_waiting": row["count"], "plan_waiting_since": row["since"]}
-        for row in rows
-    }
+
+
+def pending_by_session(session_pks: list[int]) -> dict[int, dict[str, Any]]:
+    """For overview rows: how many plans wait in each session, since when, and the one that
+    has waited longest (the one to review first)."""
+    waiting: dict[int, dict[str, Any]] = {}
+    plans = (
+        Plan.objects.filter(session_id__in=session_pks, status=PlanStatus.PENDING)
+        .select_related("agent", "agent__session")
+        .order_by("submitted_at", "pk")
+    )
+    for plan in plans:
+        entry = waiting.setdefault(
+            plan.session_id,
+            {"plans_waiting": 0, "plan_waiting_since": plan.submitted_at, "waiting_plan": plan},
+        )
+        entry["plans_waiting"] += 1
+    return waiting
+
+
+def sessions_with_pending_plans() -> list[int]:
+    return list(
+        Plan.objects.filter(status=PlanStatus.PENDING)
+        .values_list("session_id", flat=True)
+        .distinct()
+    )
 
 
 @dataclass(frozen=True)
 class DiffLine:
     kind: str  # "add", "remove", "context" or "gap"
     text: str
+    # The line in pieces, ("same" | "changed", text), when only some words of it changed.
+    parts: tuple[tuple[str, str], ...] = ()
 
     @property
     def marker(self) -> str:
-        return {"add": "+", "remove": "-", "context": " ", "gap": "⋯"}[self.kind]
+        return {"add": "+", "remove": "\u2212", "context": " ", "gap": "⋯"}[self.kind]
+
+    @property
+    def pieces(self) -> tuple[tuple[str, str], ...]:
+        return self.parts or (("same", self.text),)
 
 
-def plan_diff(old: str, new: str) -> list[DiffLine]:
-    """Changed lines with a little context, as a reader compares two revisions."""
-    lines = []
-    for line in difflib.unified_diff(
-        old.splitlines(), new.splitlines(), n=DIFF_CONTEXT, lineterm=""
-    ):
-        if line.startswith(("---", "+++")):
-            continue
-        if line.startswith("@@"):
-            hunk = HUNK_HEADER.match(line)
-            # A gap marks skipped unchanged lines; none before a hunk that starts at the top.
-            if lines or (hunk and int(hunk.group(1)) > 1):
-                lines.append(DiffLine("gap", ""))
-        elif line.startswith("+"):
-            lines.append(DiffLine("add", line[1:]))
-        elif line.startswith("-"):
-            lines.append(DiffLine("remove", line[1:]))
-        else:
-            lines.append(DiffLine("context", line[1:]))
-    return lines
+@dataclass(frozen=True)
+class PlanDiff:
+    lines: list[DiffLine]
+    added: int
+    removed: int
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+
+
+def _word_changes(old: str, new: str) -> tuple[tuple, tuple]:
+    """Both lines in pieces, the words that differ marked "changed"."""
+    old_words, new_words = WORDS.findall(old), WORDS.findall(new)
+    old_parts: list[tuple[str, str]] = []
+    new_parts: list[tuple[str, str]] = []
+    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        kind = "same" if tag == "equal" else "changed"
+        if i2 > i1:
+            old_parts.append((kind, "".join(old_words[i1:i2])))
+        if j2 > j1:
+            new_parts.append((kind, "".join(new_words[j1:j2])))
+    return tuple(old_parts), tuple(new_parts)
+
+
+def plan_diff(old: str, new: str) -> PlanDiff:
+    """Changed lines with a little context, as a reader compares two revisions; a line that
+    was only reworded shows which words changed."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    lines: list[DiffLine] = []
+    added = removed = 0
+    for group in matcher.get_grouped_opcodes(DIFF_CONTEXT):
+        if lines or group[0][1] > 0:
+            lines.append(DiffLine("gap", ""))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [DiffLine("context", line) for line in old_lines[i1:i2]]
+                continue
+            olds, news = old_lines[i1:i2], new_lines[j1:j2]
+            removed += len(olds)
+            added += len(news)
+            if tag == "replace" and len(olds) == len(news):
+                pairs = [_word_changes(a, b) for a, b in zip(olds, news, strict=True)]
+                lines += [DiffLine("remove", a, p[0]) for a, p in zip(olds, pairs, strict=True)]
+                lines += [DiffLine("add", b, p[1]) for b, p in zip(news, pairs, strict=True)]
+            else:
+                lines += [DiffLine("remove", line) for line in olds]
+                lines += [DiffLine("add", line) for line in news]
+    return PlanDiff(lines=lines, added=added, removed=removed)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,8 +22,14 @@ from dashboard.changes import Changes
 from dashboard.edge import text_problem
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode, Session
-from dashboard.services import agent_resolve_for_update, agent_touch, idempotent_replay
-from planmode.models import Decision, ModeAfter, Plan, PlanStatus
+from dashboard.services import (
+    agent_resolve_for_update,
+    agent_touch,
+    idempotent_replay,
+    session_describe,
+)
+from planmode.markdown import plain_text, render_plan
+from planmode.models import Annotation, Decision, ModeAfter, Plan, PlanStatus
 
 # Shift+Tab in Claude Code; bypassPermissions only takes its turn when it is available.
 MODE_CYCLE = (
@@ -117,6 +124,9 @@ def _changes(*, decided: list[Plan], submitted: Plan | None = None) -> Changes:
     """Waiting agents of the decided plans are told their state; pages show all of them."""
     changes = Changes(decided_plans={plan.pk: plan_state(plan) for plan in decided})
     changes.plans = {plan.pk for plan in decided} | ({submitted.pk} if submitted else set())
+    # The agent's card and its session's row say whether a plan waits on the lead.
+    for plan in [*decided, *([submitted] if submitted else [])]:
+        changes.agent(plan.agent_id, plan.session_id)
     return changes
 
 
@@ -166,6 +176,7 @@ def plan_submit(
             idempotency_key=idempotency_key or None,
             request_hash=request_hash,
         )
+        session_describe(session=agent.session, title=new_plan.title)
         agent_touch(agent=agent)
         if source != Plan.Source.IMPORT and not agent.awaiting_plan:
             Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
@@ -211,12 +222,6 @@ def plan_decide(
     `auto_accept`) unless another plan of the session still waits; rejection keeps plan mode.
     """
     feedback = feedback.strip()
-    if not approve and not feedback:
-        raise ServiceError(
-            "feedback_required",
-            "Say what should change in the feedback; a rejection needs it for the agent.",
-            detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
-        )
     problem = text_problem(feedback)
     if problem:
         raise ServiceError(
@@ -226,12 +231,23 @@ def plan_decide(
         )
     with transaction.atomic(savepoint=False):
         plan = (
-            Plan.objects.select_related("session", "agent", "agent__session", "decided_by")
+            Plan.objects.select_for_update(of=("self",))
+            .select_related("session", "agent", "agent__session", "decided_by")
             .filter(pk=plan_id)
             .first()
         )
         if plan is None:
             raise _not_found(plan_id)
+        annotations = plan_annotations(plan) if plan.is_pending else []
+        if not approve and not feedback and not annotations:
+            raise ServiceError(
+                "feedback_required",
+                "Say what should change in the feedback, or comment on parts of the plan; "
+                "a rejection needs it for the agent.",
+                detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
+            )
+        # What the agent is told: the reviewer's words and each comment on the plan's text.
+        feedback = feedback_with_annotations(feedback, annotations)
         if approve:
             mode_after = ModeAfter.ACCEPT_EDITS if auto_accept else ModeAfter.DEFAULT
             won = _finish(
@@ -251,6 +267,160 @@ def plan_decide(
             Session.objects.filter(pk=plan.session_id).update(permission_mode=plan.mode_after)
             plan.session.permission_mode = plan.mode_after
     return PlanChange(plan, _changes(decided=[plan]))
+
+
+# --- annotations ---------------------------------------------------------------------------
+
+QUOTE_LIMIT = 2000
+COMMENT_LIMIT = 5000
+QUOTED_IN_FEEDBACK = 300
+
+
+def _collapse(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def plan_text(plan: Plan) -> str:
+    """The plan's words as the review page shows them (what a reviewer can select)."""
+    return plain_text(render_plan(plan.markdown))
+
+
+def plan_annotations(plan: Plan) -> list[Annotation]:
+    """A plan's annotations in the order their text appears in the plan."""
+    annotations = list(plan.annotations.select_related("author"))
+    text = plan_text(plan) if annotations else ""
+
+    def position(annotation: Annotation) -> tuple[int, int]:
+        found = text.find(_collapse(annotation.quote))
+        return (found if found >= 0 else len(text), annotation.pk)
+
+    return sorted(annotations, key=position)
+
+
+def feedback_with_annotations(text: str, annotations: list[Annotation]) -> str:
+    """The reviewer's words, then every annotation as quoted text plus what to do with it."""
+    parts = [text] if text else []
+    if annotations:
+        lines = ["Comments on parts of the plan:"]
+        for number, annotation in enumerate(annotations, 1):
+            quote = _collapse(annotation.quote)
+            if len(quote) > QUOTED_IN_FEEDBACK:
+                quote = quote[: QUOTED_IN_FEEDBACK - 1] + "…"
+            if annotation.kind == Annotation.Kind.DELETE:
+                line = f'{number}. Remove "{quote}"'
+            elif annotation.kind == Annotation.Kind.REPLACE:
+                line = f'{number}. Replace "{quote}" with "{annotation.replacement}"'
+            else:
+                line = f'{number}. On "{quote}"'
+            if annotation.comment:
+                line += f": {annotation.comment}"
+            lines.append(line)
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+@dataclass
+class AnnotationChange:
+    annotation: Annotation | None
+    changes: Changes = field(default_factory=Changes)
+
+
+def _pending_plan_for_update(plan_id: int) -> Plan:
+    plan = (
+        Plan.objects.select_for_update(of=("self",))
+        .select_related("decided_by")
+        .filter(pk=plan_id)
+        .first()
+    )
+    if plan is None:
+        raise _not_found(plan_id)
+    if not plan.is_pending:
+        raise ServiceError(
+            "already_decided",
+            "This plan has been decided, so its comments are final; comment on the next "
+            "revision instead.",
+            status=409,
+        )
+    return plan
+
+
+def _check_annotation(*, kind: str, comment: str, replacement: str, quote: str) -> None:
+    for name, text in (("comment", comment), ("replacement", replacement), ("text", quote)):
+        problem = text_problem(text)
+        if problem:
+            raise ServiceError(
+                "invalid_text", f"The {name} {problem}; remove those characters and save again."
+            )
+    if kind not in Annotation.Kind.values:
+        raise ServiceError("invalid_kind", "Choose comment, delete or replace.")
+    if kind == Annotation.Kind.COMMENT and not comment:
+        raise ServiceError(
+            "comment_required", "Write the comment for the selected text, then save it."
+        )
+    if kind == Annotation.Kind.REPLACE and not replacement:
+        raise ServiceError(
+            "replacement_required", "Write the text that should replace the selection."
+        )
+    if len(comment) > COMMENT_LIMIT or len(replacement) > COMMENT_LIMIT:
+        raise ServiceError(
+            "comment_too_long", f"Keep a comment under {COMMENT_LIMIT} characters.", status=413
+        )
+
+
+def annotation_save(
+    *,
+    plan_id: int,
+    author: AbstractBaseUser,
+    quote: str,
+    kind: str,
+    comment: str = "",
+    replacement: str = "",
+    annotation_id: int | None = None,
+) -> AnnotationChange:
+    """Add an annotation to a waiting plan, or change one (`annotation_id`). The quote must be
+    text of the plan, as the review page shows it."""
+    comment, replacement, quote = comment.strip(), replacement.strip(), _collapse(quote)
+    _check_annotation(kind=kind, comment=comment, replacement=replacement, quote=quote)
+    with transaction.atomic(savepoint=False):
+        plan = _pending_plan_for_update(plan_id)
+        if annotation_id is not None:
+            annotation = plan.annotations.filter(pk=annotation_id).first()
+            if annotation is None:
+                raise ServiceError(
+                    "annotation_not_found",
+                    "That comment is gone (someone removed it); select the text again.",
+                    status=404,
+                )
+            quote = quote or annotation.quote
+        else:
+            annotation = Annotation(plan=plan, created_at=timezone.now())
+        if not quote:
+            raise ServiceError("quote_required", "Select the text in the plan to comment on.")
+        if len(quote) > QUOTE_LIMIT:
+            raise ServiceError(
+                "quote_too_long",
+                f"Select at most {QUOTE_LIMIT} characters of the plan for one comment.",
+                status=413,
+            )
+        if quote not in plan_text(plan):
+            raise ServiceError(
+                "quote_not_in_plan",
+                "The selected text is not in this plan; select it in the plan again.",
+            )
+        annotation.quote, annotation.kind = quote, kind
+        annotation.comment, annotation.replacement = comment, replacement
+        annotation.author = author
+        annotation.author_name = author.get_username()
+        annotation.updated_at = timezone.now()
+        annotation.save()
+    return AnnotationChange(annotation, Changes(annotated_plans={plan_id}))
+
+
+def annotation_remove(*, plan_id: int, annotation_id: int) -> AnnotationChange:
+    with transaction.atomic(savepoint=False):
+        _pending_plan_for_update(plan_id)
+        Annotation.objects.filter(plan_id=plan_id, pk=annotation_id).delete()
+    return AnnotationChange(None, Changes(annotated_plans={plan_id}))
 
 
 def plans_answered_elsewhere(*, agent: Agent) -> Changes:

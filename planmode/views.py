@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from dashboard.errors import ServiceError
 from dashboard.writer import write
 from planmode import fragments, selectors, services
-from planmode.markdown import render_plan
+from planmode.markdown import plain_text, render_plan_page
 from planmode.models import Plan
 
 REVIEW_PERMISSION = "planmode.review_plan"
@@ -38,12 +38,23 @@ def _review_page(
     request: HttpRequest, plan: Plan, *, status: int = 200, **extra: object
 ) -> HttpResponse:
     previous = selectors.previous_revision(plan)
+    rendered = render_plan_page(plan.markdown, title=plan.title)
+    earlier_annotations = []
+    if previous is not None:
+        text = plain_text(rendered)
+        # Each remark on the previous revision, and whether its text is still in this one.
+        earlier_annotations = [
+            (annotation, annotation.quote in text)
+            for annotation in services.plan_annotations(previous)
+        ]
     context = {
         **fragments.queue_context(),
         **fragments.decision_panel_context(plan),
-        "rendered": render_plan(plan.markdown),
+        **fragments.annotations_context(plan),
+        "rendered": rendered,
         "previous": previous,
-        "diff": selectors.plan_diff(previous.markdown, plan.markdown) if previous else [],
+        "diff": selectors.plan_diff(previous.markdown, plan.markdown) if previous else None,
+        "earlier_annotations": earlier_annotations,
         "thread": selectors.plan_thread(plan),
         "can_review": request.user.has_perm(REVIEW_PERMISSION),
         **extra,
@@ -91,3 +102,69 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             return await review_page(request, plan, status=409, notice=error.message)
         return await review_page(request, plan, status=error.status, text=text, error=error.message)
     return redirect("plan-review", plan_id=plan_id)
+
+
+def _annotation_answer(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """htmx gets the list back (the page's socket updates everyone else); a plain form post
+    goes back to the review page."""
+    if request.htmx:
+        plan = _get_plan(plan_id)
+        context = {**fragments.annotations_context(plan), "can_review": True}
+        return render(request, "planmode/_annotations.html", context)
+    return redirect("plan-review", plan_id=plan_id)
+
+
+async def _annotation_refused(
+    request: HttpRequest, plan_id: int, error: ServiceError
+) -> HttpResponse:
+    if error.status == 404 and error.code == "plan_not_found":
+        raise Http404("No such plan.")
+    if request.htmx:
+        return HttpResponse(error.message, status=error.status, content_type="text/plain")
+    plan = await sync_to_async(_get_plan)(plan_id)
+    return await sync_to_async(_review_page)(
+        request, plan, status=error.status, annotation_error=error.message
+    )
+
+
+@login_required
+@require_POST
+async def annotation_save(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """Add a comment on selected text of a waiting plan, or change one (`annotation`)."""
+    user = await request.auser()
+    if not await user.ahas_perm(REVIEW_PERMISSION):
+        return HttpResponse(
+            "Only reviewers can comment on plans; ask an admin for the review permission.",
+            status=403,
+            content_type="text/plain",
+        )
+    annotation_id = request.POST.get("annotation", "")
+    try:
+        await write(
+            services.annotation_save,
+            plan_id=plan_id,
+            author=user,
+            quote=request.POST.get("quote", ""),
+            kind=request.POST.get("kind", "comment"),
+            comment=request.POST.get("comment", ""),
+            replacement=request.POST.get("replacement", ""),
+            annotation_id=int(annotation_id) if annotation_id.isdigit() else None,
+        )
+    except ServiceError as error:
+        return await _annotation_refused(request, plan_id, error)
+    return await sync_to_async(_annotation_answer)(request, plan_id)
+
+
+@login_required
+@require_POST
+async def annotation_remove(request: HttpRequest, plan_id: int, annotation_id: int) -> HttpResponse:
+    user = await request.auser()
+    if not await user.ahas_perm(REVIEW_PERMISSION):
+        return HttpResponse(
+            "Only reviewers can remove comments on plans.", status=403, content_type="text/plain"
+        )
+    try:
+        await write(services.annotation_remove, plan_id=plan_id, annotation_id=annotation_id)
+    except ServiceError as error:
+        return await _annotation_refused(request, plan_id, error)
+    return await sync_to_async(_annotation_answer)(request, plan_id)

@@ -150,6 +150,11 @@ _UPDATE_AGENT = """
     agent_type = %s WHERE id = %s
 """
 _UPDATE_SESSION = "UPDATE dashboard_session SET last_seen_at = %s, cwd = %s WHERE id = %s"
+# A write from a session that had ended (or gone quiet) brings it back.
+_REVIVE_SESSION = """
+    UPDATE dashboard_session SET last_seen_at = %s, cwd = %s, ended_at = NULL,
+    ended_quietly = %s WHERE id = %s
+"""
 _INSERT_REVISION = """
     INSERT INTO todos_todorevision
         (agent_id, number, old_todos, new_todos, source, idempotency_key, request_hash, received_at)
@@ -283,7 +288,11 @@ def todo_list_store(
             _UPDATE_AGENT,
             [agent.todo_revision, agent.cleared_total, stamp, agent.agent_type, agent.pk],
         )
-        cursor.execute(_UPDATE_SESSION, [stamp, agent.session.cwd, agent.session.pk])
+        if agent.session.ended_at is not None and source != TodoRevision.Source.IMPORT:
+            agent.session.ended_at, agent.session.ended_quietly = None, False
+            cursor.execute(_REVIVE_SESSION, [stamp, agent.session.cwd, False, agent.session.pk])
+        else:
+            cursor.execute(_UPDATE_SESSION, [stamp, agent.session.cwd, agent.session.pk])
         cursor.execute(
             _INSERT_REVISION,
             [

@@ -15,7 +15,7 @@ STATUS_ICONS = {
     "approved": "✓",
     "rejected": "✗",
     "withdrawn": "↺",
-    "expired": "⌛",
+    "expired": "◷",
     "answered_in_terminal": "⌨",
 }
 
@@ -55,3 +55,10 @@ def session_plans(session_pk: int) -> SafeString:
     """The session board's plans and their decisions (the same fragment the socket pushes).
     Rendered by the template engine, so it is already escaped."""
     return fragments.render_session_plans(session_pk)
+
+
+@register.simple_tag
+def session_attention(session_pk: int) -> SafeString:
+    """The board's banner for plans waiting on a reviewer (the same fragment the socket
+    pushes)."""
+    return fragments.render_session_attention(session_pk)

@@ -73,26 +73,118 @@
   }
   setInterval(function () { refreshTimes(document); }, 10000);
 
-  /* Overview filters: active / waiting on me / all, plus free text. */
+  /* Overview filters: running (with what waits on me) / waiting on me / all, plus free text.
+     The chip is remembered in this browser, the text for this tab. */
+  var FILTER = "agentboard.filter";
+  var SEARCH = "agentboard.search";
   var filter = "active";
+  try { filter = localStorage.getItem(FILTER) || "active"; } catch (e) { /* not remembered */ }
+  function showFilter() {
+    document.querySelectorAll(".chip[data-filter]").forEach(function (c) {
+      c.setAttribute("aria-pressed", String(c.dataset.filter === filter));
+    });
+  }
   function applyFilters() {
     var search = document.getElementById("session-search");
     var text = search ? search.value.trim().toLowerCase() : "";
-    document.querySelectorAll(".session-row").forEach(function (row) {
-      var show = filter === "all" || (filter === "active" && row.dataset.active === "true") ||
-        (filter === "waiting" && row.dataset.waiting === "true");
+    var rows = document.querySelectorAll(".session-row");
+    var shown = 0;
+    rows.forEach(function (row) {
+      var waiting = row.dataset.waiting === "true";
+      var show = filter === "all" || (filter === "active" && (row.dataset.active === "true" || waiting)) ||
+        (filter === "waiting" && waiting);
       if (text && row.dataset.search.indexOf(text) === -1) show = false;
       row.hidden = !show;
+      if (show) shown += 1;
     });
+    var list = document.getElementById("session-list");
+    var empty = document.getElementById("filter-empty");
+    if (list && empty) {
+      var filtered = rows.length > 0 && shown === 0;
+      empty.hidden = !filtered;
+      list.classList.toggle("is-filtered-empty", filtered);
+    }
+  }
+  function setFilter(value) {
+    filter = value;
+    try { localStorage.setItem(FILTER, value); } catch (e) { /* not remembered */ }
+    showFilter();
+    applyFilters();
   }
   document.addEventListener("click", function (event) {
     var chip = event.target.closest(".chip[data-filter]");
-    if (!chip) return;
-    filter = chip.dataset.filter;
-    document.querySelectorAll(".chip[data-filter]").forEach(function (c) { c.setAttribute("aria-pressed", String(c === chip)); });
+    if (chip) { setFilter(chip.dataset.filter); return; }
+    if (event.target.closest("[data-filter-reset]")) {
+      var search = document.getElementById("session-search");
+      if (search) { search.value = ""; try { sessionStorage.removeItem(SEARCH); } catch (e) { /* */ } }
+      setFilter("all");
+    }
+  });
+  document.addEventListener("input", function (event) {
+    if (event.target.id !== "session-search") return;
+    try { sessionStorage.setItem(SEARCH, event.target.value); } catch (e) { /* not remembered */ }
     applyFilters();
   });
-  document.addEventListener("input", function (event) { if (event.target.id === "session-search") applyFilters(); });
+
+  /* Overview order: what waits on me first, then running sessions, then ended ones. A row
+     that changed group (a plan arrived, the session ended or came back) moves to the top of
+     its group (the end, for what waits: oldest first); rows that stay in their group stay put. */
+  var RANK = { waiting: 0, active: 1, ended: 2 };
+  function rank(row) { return RANK[row.dataset.group] === undefined ? 1 : RANK[row.dataset.group]; }
+  function neighbour(row, step) {
+    var el = step < 0 ? row.previousElementSibling : row.nextElementSibling;
+    while (el && !el.classList.contains("session-row")) el = step < 0 ? el.previousElementSibling : el.nextElementSibling;
+    return el;
+  }
+  function placeRow(row) {
+    var list = row.parentElement;
+    if (!list || list.id !== "session-list") return;
+    var before = neighbour(row, -1), after = neighbour(row, 1), mine = rank(row);
+    if ((!before || rank(before) <= mine) && (!after || rank(after) >= mine)) return;
+    var rows = Array.prototype.filter.call(list.children, function (el) {
+      return el !== row && el.classList.contains("session-row");
+    });
+    var anchor = null;
+    for (var i = 0; i < rows.length; i++) {
+      var r = rank(rows[i]);
+      if (mine === 0 ? r > 0 : r >= mine) { anchor = rows[i]; break; }
+    }
+    list.insertBefore(row, anchor);
+  }
+
+  /* Motion only for change: after a live update, the items whose state changed (a todo
+     started or finished, a row's progress or group) get a brief highlight, not the whole card. */
+  var before = {};
+  function changeKeys(el) {
+    var keys = {};
+    if (el.dataset && el.dataset.changeKey) keys[el.dataset.changeKey] = true;
+    el.querySelectorAll("[data-change-key]").forEach(function (child) { keys[child.dataset.changeKey] = true; });
+    return keys;
+  }
+  function flash(el) {
+    el.classList.remove("flash");
+    void el.offsetWidth;
+    el.classList.add("flash");
+  }
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id) before[target.id] = changeKeys(target);
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var el = event.target;
+    var old = el.id && before[el.id];
+    if (!old) return;
+    delete before[el.id];
+    var changed = [];
+    if (el.dataset.changeKey && !old[el.dataset.changeKey]) changed.push(el);
+    el.querySelectorAll("[data-change-key]").forEach(function (child) {
+      if (!old[child.dataset.changeKey]) changed.push(child);
+    });
+    changed.forEach(flash);
+  });
+  document.addEventListener("animationend", function (event) {
+    if (event.animationName === "flash") event.target.classList.remove("flash");
+  });
 
   /* Continuation countdowns: "Resuming in Ns…", ticking every second until the server says
      what happened (the card is then re-rendered without the toast). */
@@ -110,17 +202,30 @@
   }
 
   /* Every piece of new content (page load and each out-of-band swap). */
-  document.addEventListener("htmx:load", function (event) {
-    applyAll(event.target);
-    refreshTimes(event.target);
-    startCountdowns(event.target);
-    if (event.target.closest && event.target.closest("#session-list")) applyFilters();
+  function updateTitle() {
     var waiting = document.getElementById("plans-waiting");
     var title = document.querySelector("title");
-    if (waiting && title) {
-      var count = parseInt(waiting.dataset.count || "0", 10);
-      title.textContent = (count ? "(" + count + ") " : "") + title.dataset.baseTitle;
-    }
+    if (!waiting || !title) return;
+    var count = document.body.classList.contains("can-review") ? parseInt(waiting.dataset.count || "0", 10) : 0;
+    title.textContent = (count ? "(" + count + ") " : "") + title.dataset.baseTitle;
+  }
+  document.addEventListener("htmx:load", function (event) {
+    var el = event.target;
+    applyAll(el);
+    refreshTimes(el);
+    startCountdowns(el);
+    if (el.classList && el.classList.contains("session-row")) placeRow(el);
+    if (el.closest && el.closest("#session-list")) applyFilters();
+    updateTitle();
   });
-  document.addEventListener("DOMContentLoaded", function () { applyAll(document); refreshTimes(document); applyFilters(); });
+  document.addEventListener("DOMContentLoaded", function () {
+    var search = document.getElementById("session-search");
+    if (search) {
+      try { search.value = sessionStorage.getItem(SEARCH) || ""; } catch (e) { /* not remembered */ }
+    }
+    showFilter();
+    applyAll(document);
+    refreshTimes(document);
+    applyFilters();
+  });
 })();

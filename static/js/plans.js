@@ -27,7 +27,7 @@
   }
   function feedbackMissing(form) {
     var text = form.querySelector("textarea");
-    if (text.value.trim()) return false;
+    if (text.value.trim() || document.querySelector("#annotations .annotation")) return false;
     form.querySelector("[data-feedback-hint]").hidden = false;
     text.focus();
     return true;

@@ -106,7 +106,9 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         row.get_by_role("link").click()
         page.wait_for_url(f"{server.url}/plans/{first_id}/")
         plan_body = page.locator(".plan-body")
-        assert plan_body.locator("h1").inner_text() == "Pagination for the orders API"
+        # The plan's title heads the page, and the plan follows at once.
+        assert page.locator("h1").inner_text() == "Pagination for the orders API"
+        assert plan_body.locator("h1, h2").count() == 0
         assert plan_body.locator("input[type=checkbox]").count() == 2
         assert plan_body.locator("pre code .k").first.inner_text() == "def"
 
@@ -139,6 +141,9 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         page.wait_for_url(f"{server.url}/plans/{second_id}/")
         changes = page.locator(".plan-changes")
         assert "Use cursor paging, offsets skip rows." in changes.inner_text()
+        # What changed is a summary until it is opened.
+        assert not changes.locator(".diff").is_visible()
+        changes.get_by_text("Show what changed: +1 \u22121 line").click()
         assert "Offset paging" in changes.locator(".diff-line.is-remove").inner_text()
         assert "Cursor paging" in changes.locator(".diff-line.is-add").inner_text()
         assert changes.locator(".diff-line.is-add .diff-marker").inner_text() == "+"

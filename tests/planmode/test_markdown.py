@@ -28,8 +28,12 @@ def test_headings_lists_and_emphasis_render_as_html():
 
 def test_task_list_items_become_disabled_checkboxes():
     html = render_plan("- [ ] limit max 100\n- [x] read the old code\n")
-    assert '<li class="task-list-item"><input type="checkbox" disabled=""> limit max 100' in html
-    assert '<input type="checkbox" disabled="" checked=""> read the old code' in html
+    # Each in a label with its text, so the checkbox has a name.
+    assert (
+        '<li class="task-list-item"><label><input type="checkbox" disabled=""> limit max 100'
+        "</label>" in html
+    )
+    assert '<label><input type="checkbox" disabled="" checked=""> read the old code' in html
 
 
 def test_a_checkbox_pattern_outside_a_list_stays_text():

@@ -91,6 +91,4 @@ def render_annotations(plan: Plan, *, oob: bool = True) -> str:
     """The list of a plan's annotations, for every browser on its review page. The same for
     all of them: buttons for reviewers are hidden from watchers by the page (and refused by
     the server)."""
-    return render_to_string(
-        "planmode/_annotations.html", {**annotations_context(plan), "oob": oob}
-    )
+    return render_to_string("planmode/_annotations.html", {**annotations_context(plan), "oob": oob})

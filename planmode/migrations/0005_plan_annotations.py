@@ -7,29 +7,60 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('planmode', '0004_permission_requests'),
+        ("planmode", "0004_permission_requests"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('comment', 'comment'), ('delete', 'delete'), ('replace', 'replace')], default='comment', max_length=10)),
-                ('quote', models.TextField()),
-                ('comment', models.TextField(blank=True)),
-                ('replacement', models.TextField(blank=True)),
-                ('author_name', models.CharField(blank=True, max_length=150)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='plan_annotations', to=settings.AUTH_USER_MODEL)),
-                ('plan', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='planmode.plan')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("comment", "comment"),
+                            ("delete", "delete"),
+                            ("replace", "replace"),
+                        ],
+                        default="comment",
+                        max_length=10,
+                    ),
+                ),
+                ("quote", models.TextField()),
+                ("comment", models.TextField(blank=True)),
+                ("replacement", models.TextField(blank=True)),
+                ("author_name", models.CharField(blank=True, max_length=150)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="plan_annotations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "plan",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotations",
+                        to="planmode.plan",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
+                "ordering": ["created_at", "pk"],
             },
         ),
     ]

@@ -181,13 +181,30 @@ def decide(page, server: LiveServer, plan_id: int, action: str, text: str = "") 
 def seed_revision(page, server: LiveServer, seeded: Seeded) -> None:
     """The lead comments on rev 1 and rejects it; the agent sends rev 2, which waits."""
     first = seeded.first_plan
-    annotate(page, server, first, quote="Offset paging with ?page=N and ?per_page= (default 50)",
-             comment="Offsets skip rows when orders arrive while someone pages.")
-    annotate(page, server, first, quote="limit per_page to 100", kind="replace",
-             replacement="limit it to 200", comment="Exports page through everything.")
+    annotate(
+        page,
+        server,
+        first,
+        quote="Offset paging with ?page=N and ?per_page= (default 50)",
+        comment="Offsets skip rows when orders arrive while someone pages.",
+    )
+    annotate(
+        page,
+        server,
+        first,
+        quote="limit per_page to 100",
+        kind="replace",
+        replacement="limit it to 200",
+        comment="Exports page through everything.",
+    )
     decide(page, server, first, "reject", "Use cursor paging; keep the rest.")
     session_id = seeded.session_ids[-3]
     seeded.revised_plan = submit_plan(server, session_id, PLAN_REV_2)
     seeded.waiting_plans.append(seeded.revised_plan)
-    annotate(page, server, seeded.revised_plan, quote="Index orders(created_at, id)",
-             comment="Is there a migration for this?")
+    annotate(
+        page,
+        server,
+        seeded.revised_plan,
+        quote="Index orders(created_at, id)",
+        comment="Is there a migration for this?",
+    )

@@ -81,8 +81,13 @@ def test_a_comment_can_be_edited_and_removed_until_the_decision(submit, lead, re
     annotation = Annotation.objects.get()
 
     annotate(
-        lead, plan.pk, annotation=str(annotation.pk), quote="limit max 100", kind="replace",
-        replacement="limit max 500", comment="Exports need more.",
+        lead,
+        plan.pk,
+        annotation=str(annotation.pk),
+        quote="limit max 100",
+        kind="replace",
+        replacement="limit max 500",
+        comment="Exports need more.",
     )
     annotation.refresh_from_db()
     assert (annotation.kind, annotation.replacement) == ("replace", "limit max 500")
@@ -140,9 +145,7 @@ def test_an_approval_passes_comments_on_as_the_notes_the_model_receives(submit, 
     assert 'On "limit max 100": Document the limit.' in services.plan_state(decided)["message"]
 
 
-def test_the_next_revision_shows_the_earlier_comments_next_to_what_changed(
-    submit, lead, reviewer
-):
+def test_the_next_revision_shows_the_earlier_comments_next_to_what_changed(submit, lead, reviewer):
     first = submit(plan=PLAN)
     annotate(lead, first.pk, quote="Offset paging with ?page=N", comment="Use cursors.")
     annotate(lead, first.pk, quote="limit max 100", comment="Keep this.")

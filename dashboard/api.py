@@ -1,4 +1,5 @@
-"""The agent HTTP API (`/api/v1/`): bearer-token auth, one error shape, OpenAPI at /docs."""
+"""The agent HTTP API (`/api/v1/`): bearer-token auth, one error shape, OpenAPI at
+/openapi.json (read as a page at /docs, `dashboard.api_docs`)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ api = NinjaAPI(
     ),
     auth=BearerToken(),
     urls_namespace="api",
-    docs_url="/docs",
+    # The reference page is the dashboard's own (dashboard.api_docs), in its layout.
+    docs_url=None,
     parser=EdgeParser(),
 )
 

@@ -129,7 +129,6 @@ INSTALLED_APPS = [
     "axes",
     "channels",
     "django_htmx",
-    "ninja",
     "dashboard",
     "todos",
     "planmode",
@@ -256,8 +255,14 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-# Files are served straight from the source folders: no collectstatic step on start.
-SERVESTATIC_USE_FINDERS = True
+# `serve` collects the files into STATIC_ROOT on every start, each under a name with a hash of
+# its content and compressed beside it; servestatic then serves them gzipped (brotli too when
+# the brotli package is installed) and cacheable for a year, since a changed file gets a new
+# name. With AGENTBOARD_DEBUG they are served from the source folders as they are.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "servestatic.storage.CompressedManifestStaticFilesStorage"},
+}
 SERVESTATIC_AUTOREFRESH = DEBUG
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

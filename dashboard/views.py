@@ -4,15 +4,19 @@ import math
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse_lazy
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from dashboard import selectors
-from dashboard.models import Session
+from dashboard.models import AgentToken, Session
 from dashboard.writer import write
 from todos import enforcer
 from todos.models import Continuation
@@ -98,3 +102,56 @@ async def session_enforcer(request: HttpRequest, session_id: str) -> HttpRespons
         by=user.get_username(),
     )
     return HttpResponse(status=204)
+
+
+TOKEN_LABEL_LENGTH = AgentToken._meta.get_field("label").max_length
+
+
+def _settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
+    context = {
+        "tokens": AgentToken.objects.filter(owner=request.user).order_by(
+            "revoked_at", "-created_at"
+        ),
+        "idle_minutes": settings.AGENTBOARD_SESSION_IDLE_MINUTES,
+        "hook_wait": _duration(timedelta(seconds=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)),
+        "enforcer_enabled": settings.AGENTBOARD_ENFORCER_ENABLED,
+        "countdown": settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
+        **extra,
+    }
+    return render(request, "dashboard/settings.html", context)
+
+
+@login_required
+def user_settings(request: HttpRequest) -> HttpResponse:
+    """The account, its agent tokens, notifications in this browser, and the server's rules."""
+    return _settings_page(request)
+
+
+@login_required
+@require_POST
+def token_create(request: HttpRequest) -> HttpResponse:
+    """A new agent token, shown once on the page this answers with (never stored raw)."""
+    label = request.POST.get("label", "").strip()[:TOKEN_LABEL_LENGTH]
+    token, raw = AgentToken.issue(owner=request.user, label=label)
+    return _settings_page(request, new_token=raw, new_token_label=token.label)
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    token = get_object_or_404(AgentToken, pk=pk, owner=request.user)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        # Saved, not updated: the save signal closes the agent sockets open with it.
+        token.save(update_fields=["revoked_at"])
+        messages.success(request, f"Revoked the token {token.hint}…; agents using it stop now.")
+    return redirect("settings")
+
+
+class PasswordChange(auth_views.PasswordChangeView):
+    template_name = "registration/password_change_form.html"
+    success_url = reverse_lazy("settings")
+
+    def form_valid(self, form: object) -> HttpResponse:
+        messages.success(self.request, "Your password was changed.")
+        return super().form_valid(form)

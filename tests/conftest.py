@@ -80,6 +80,14 @@ def renders_finished_before_the_flush(request):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def static_files_collected() -> None:
+    """Pages link the hashed names of the static files, as `serve` collects them."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", interactive=False, verbosity=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def writer_and_render_connections_closed(django_db_setup):
     """The writer and render threads keep their connections open, and so does asgiref's shared
     worker thread; PostgreSQL refuses to drop the test database while they do. (Depending on

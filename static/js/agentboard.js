@@ -219,6 +219,9 @@
     updateTitle();
   });
   document.addEventListener("DOMContentLoaded", function () {
+    /* A page without a live region has no connection to show. */
+    var connection = document.getElementById("connection");
+    if (connection && !document.querySelector("[ws-connect]")) connection.hidden = true;
     var search = document.getElementById("session-search");
     if (search) {
       try { search.value = sessionStorage.getItem(SEARCH) || ""; } catch (e) { /* not remembered */ }

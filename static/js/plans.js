@@ -69,6 +69,8 @@
   function showToggle() {
     var button = document.querySelector("[data-notify-toggle]");
     if (!button || !("Notification" in window)) return;
+    var unsupported = document.querySelector("[data-notify-unsupported]");
+    if (unsupported) unsupported.hidden = true;
     button.hidden = false;
     button.setAttribute("aria-pressed", String(notifyOn()));
     button.textContent = "Desktop notifications: " + (notifyOn() ? "on" : "off");

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -168,7 +169,9 @@ def test_completed_and_cancelled_items_are_struck_through(logged_in):
     stylesheet = finders.find("css/agentboard.css")
     rules = open(stylesheet, encoding="utf-8").read()
 
-    assert "agentboard.css" in logged_in.get("/").content.decode()
+    assert re.search(
+        r"/static/css/agentboard\.[0-9a-f]{12}\.css", logged_in.get("/").content.decode()
+    )
     for selector in (".todo.is-completed .text", ".todo.is-cancelled .text"):
         rule = rules.split(selector, 1)[1].split("}", 1)[0]
         assert "line-through" in rule

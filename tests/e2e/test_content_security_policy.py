@@ -100,8 +100,8 @@ def test_no_page_breaks_the_content_security_policy(agentboard_server, watched_p
         page.goto(f"{server.url}{path}")
         page.wait_for_load_state("networkidle")
         assert violations(page) == [], name
-    assert page.locator(".swagger-ui .opblock").first.is_visible()
-    assert "/api/v1/plans/{plan_id}" in page.locator(".swagger-ui").inner_text()
+    assert page.locator(".docs-op").first.is_visible()
+    assert "/api/v1/plans/{plan_id}" in page.locator(".docs").inner_text()
 
 
 def test_the_login_page_keeps_its_policy_for_a_logged_out_visitor(agentboard_server, watched_page):

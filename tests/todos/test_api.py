@@ -470,10 +470,15 @@ def test_it_refuses_other_methods_with_the_error_shape(agent_api):
 # --- OpenAPI ----------------------------------------------------------------------------------
 
 
-def test_the_openapi_page_is_reachable(client):
+def test_the_api_reference_is_a_page_of_the_dashboard_read_from_the_openapi_schema(client):
     response = client.get("/api/v1/docs")
     assert response.status_code == 200
-    assert b"openapi.json" in response.content
+    page = response.content.decode()
+    assert 'href="/api/v1/openapi.json"' in page
+    assert "/api/v1/sessions/{session_id}/agents/{agent_id}/todos" in page
+    assert "TodoWrite: replace the agent&#x27;s list" in page
+    assert 'id="model-TodoWriteIn"' in page
+    assert 'href="/static/css/' in page
 
 
 def test_the_openapi_schema_documents_todo_write_and_read(client):

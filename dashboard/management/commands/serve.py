@@ -12,7 +12,10 @@ from dashboard.models import AgentToken
 
 
 class Command(BaseCommand):
-    help = "Migrate the database, create the first account on a fresh install, and serve (daphne)."
+    help = (
+        "Migrate the database, collect the static files, create the first account on a fresh "
+        "install, and serve (daphne)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -25,6 +28,8 @@ class Command(BaseCommand):
         self, *args: object, host: str, port: int, no_bootstrap: bool, **options: object
     ) -> None:
         call_command("migrate", interactive=False, verbosity=0)
+        # Hashed, compressed copies of the stylesheet and scripts (settings.STORAGES).
+        call_command("collectstatic", interactive=False, verbosity=0)
         if not no_bootstrap:
             self._bootstrap(host=host, port=port)
         self.stdout.write(f"Agentboard is serving on http://{host}:{port}/ (Ctrl+C stops it).")

@@ -1,0 +1,106 @@
+"""Every page, in light and dark, on a desktop and a phone: no serious or critical axe-core
+violation. axe-core runs in real Chromium (axe-playwright-python ships it); the screenshots
+it leaves in tests/e2e/screenshots/ are the ones to look at after a change of the UI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.template.loader import render_to_string
+
+from tests.conftest import login, screenshot
+from tests.e2e import seed
+
+pytestmark = pytest.mark.browser
+
+SERIOUS = {"serious", "critical"}
+VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
+# Error pages the server renders only when something fails: served as the server would.
+RENDERED_ERRORS = ["400", "403", "403_csrf", "500"]
+
+
+@dataclass(frozen=True)
+class Visit:
+    name: str
+    path: str
+    logged_in: bool = True
+    wait_live: bool = True
+    open_diff: bool = False
+    status: int = 200
+
+
+def violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    found = []
+    for violation in results.response["violations"]:
+        if violation["impact"] in SERIOUS:
+            targets = [", ".join(node["target"]) for node in violation["nodes"][:3]]
+            found.append(f"{violation['id']} ({violation['impact']}): {targets}")
+    return found
+
+
+def serve(html: str):
+    def fulfill(route) -> None:
+        route.fulfill(body=html, content_type="text/html")
+
+    return fulfill
+
+
+@pytest.fixture
+def board(agentboard_server, chromium):
+    """A seeded board with a plan waiting, a rejected revision with comments and its revised
+    successor waiting too."""
+    seeded = seed.seed(agentboard_server, sessions=12)
+    seed.seed_plans(agentboard_server, seeded)
+    context = chromium.new_context(viewport=VIEWPORTS["desktop"])
+    page = context.new_page()
+    login(page, agentboard_server)
+    seed.seed_revision(page, agentboard_server, seeded)
+    context.close()
+    return seeded
+
+
+def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
+    agentboard_server, chromium, board
+):
+    server = agentboard_server
+    visits = [
+        Visit("login", "/accounts/login/", logged_in=False, wait_live=False),
+        Visit("overview", "/"),
+        Visit("board", f"/sessions/{board.session_ids[-3]}/"),
+        Visit("queue", "/plans/"),
+        Visit("review-pending", f"/plans/{board.revised_plan}/", open_diff=True),
+        Visit("review-decided", f"/plans/{board.first_plan}/"),
+        Visit("settings", "/settings/", wait_live=False),
+        Visit("password", "/accounts/password/", wait_live=False),
+        Visit("api-docs", "/api/v1/docs", wait_live=False),
+        Visit("error-404", "/no/such/page/", wait_live=False, status=404),
+    ]
+    errors = {name: render_to_string(f"{name}.html") for name in RENDERED_ERRORS}
+    problems: list[str] = []
+    for scheme in ("light", "dark"):
+        for size, viewport in VIEWPORTS.items():
+            context = chromium.new_context(viewport=viewport, color_scheme=scheme)
+            page = context.new_page()
+            for name, html in errors.items():
+                page.route(f"{server.url}/error/{name}/", serve(html))
+            logged_in = False
+            for visit in [*visits, *(Visit(f"error-{n}", f"/error/{n}/") for n in errors)]:
+                if visit.logged_in and not logged_in:
+                    login(page, server)
+                    logged_in = True
+                response = page.goto(f"{server.url}{visit.path}")
+                assert response is not None and response.status == visit.status, visit.path
+                if visit.wait_live and visit.logged_in and not visit.name.startswith("error"):
+                    page.wait_for_selector("#connection[data-state=live]")
+                if visit.open_diff:
+                    page.locator(".diff-details summary").click()
+                problems += [
+                    f"{visit.name} ({scheme}, {size}): {problem}" for problem in violations(page)
+                ]
+                screenshot(page, f"{visit.name}-{scheme}-{size}")
+            context.close()
+    assert problems == [], "\n".join(problems)

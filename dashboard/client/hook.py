@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from dashboard.client.decision import is_plan_permission_request, permission_decision
@@ -60,7 +61,7 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
             held = replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
             output = asyncio.run(_while_parent_lives(_in_thread(forward, held, payload)))
         else:
-            output = forward(config, payload)
+            output = forward(config, with_git_branch(payload))
     except HookFailed as failure:
         print(f"agentboard: {failure}", file=stderr)
         return 0
@@ -123,6 +124,41 @@ def _read_payload(stdin: TextIO) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise HookFailed("The hook input on stdin is not a JSON object; nothing was sent.")
     return payload
+
+
+# Events that start or steer a session: the board shows the branch it works on. (Reading a
+# file per event is cheap, but every tool use does not need it.)
+BRANCH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+
+
+def git_branch(cwd: str) -> str | None:
+    """The branch checked out in `cwd`'s repository (a worktree's own), from `.git/HEAD`
+    without running git; None outside a repository or on a detached HEAD."""
+    folder = Path(cwd)
+    for candidate in [folder, *folder.parents]:
+        dot_git = candidate / ".git"
+        try:
+            if dot_git.is_file():
+                # A worktree or submodule: ".git" names the real git directory.
+                gitdir = dot_git.read_text().strip().removeprefix("gitdir:").strip()
+                head = (candidate / gitdir / "HEAD").read_text()
+            elif dot_git.is_dir():
+                head = (dot_git / "HEAD").read_text()
+            else:
+                continue
+        except OSError:
+            return None
+        ref = head.strip()
+        return ref.removeprefix("ref: refs/heads/") if ref.startswith("ref: refs/heads/") else None
+    return None
+
+
+def with_git_branch(payload: dict[str, Any]) -> dict[str, Any]:
+    cwd = payload.get("cwd")
+    if payload.get("hook_event_name") not in BRANCH_EVENTS or not isinstance(cwd, str) or not cwd:
+        return payload
+    branch = git_branch(cwd)
+    return {**payload, "git_branch": branch} if branch else payload
 
 
 def forward(config: HookConfig, payload: Mapping[str, Any]) -> dict[str, Any]:

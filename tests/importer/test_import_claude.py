@@ -85,7 +85,7 @@ def claude_home(tmp_path: Path, reviewer) -> Path:
     write_lines(
         project / f"{SESSION}.jsonl",
         [
-            record("user", "Add a search box", moment="10:00:00"),
+            record("user", "Add a search box", moment="10:00:00", gitBranch="feature/search"),
             todo_write(
                 "toolu_main_1",
                 ("Index the docs", "in_progress"),
@@ -363,3 +363,10 @@ def until(condition, timeout: float = 10) -> None:
     while not condition():
         assert datetime.now(UTC).timestamp() < deadline, "the condition never held"
         event.wait(0.01)
+
+
+def test_an_imported_session_is_named_by_its_first_prompt_and_branch(claude_home):
+    run_import(claude_home)
+
+    session = Session.objects.get(session_id=SESSION)
+    assert (session.title, session.branch) == ("Add a search box", "feature/search")

@@ -32,6 +32,7 @@ from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.hook_schemas import ExitPlanModeToolInput, TodoWriteToolInput
 from dashboard.models import Agent, Session
+from dashboard.services import session_describe
 from planmode.models import Plan
 from planmode.services import plan_decide, plan_submit
 from todos.models import TodoRevision
@@ -78,6 +79,9 @@ class SessionTimes:
 
     first: datetime | None = None
     last: datetime | None = None
+    # What tells the session apart on the board: its first prompt and its git branch.
+    prompt: str = ""
+    branch: str = ""
 
     def see(self, moment: datetime | None) -> None:
         if moment is None:
@@ -156,9 +160,14 @@ class ClaudeImporter:
         if not isinstance(session_id, str):
             return
         moment = _parse_time(record.get("timestamp"))
-        times.setdefault(session_id, SessionTimes()).see(moment)
+        seen = times.setdefault(session_id, SessionTimes())
+        seen.see(moment)
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(record.get("gitBranch"), str) and record["gitBranch"] != "HEAD":
+            seen.branch = record["gitBranch"]
+        if record["type"] == "user" and isinstance(content, str) and not record.get("isMeta"):
+            seen.prompt = seen.prompt or content
         if not isinstance(content, list):
             return
         agent_id = record.get("agentId") or cursor.agent_id or session_id
@@ -339,6 +348,11 @@ class ClaudeImporter:
             self.seen_before[session_id] = last_seen
         started = min(filter(None, [seen.first, session.started_at]))
         Session.objects.filter(pk=session.pk).update(last_seen_at=last_seen, started_at=started)
+        # The first prompt names the session, even when a plan of it was imported first.
+        if seen.prompt and session.title in {plan.title for plan in session.plans.all()}:
+            session.title = ""
+        if session_describe(session=session, title=seen.prompt, branch=seen.branch):
+            Session.objects.filter(pk=session.pk).update(title=session.title, branch=session.branch)
         session.agents.filter(last_seen_at__gt=last_seen).update(last_seen_at=last_seen)
         session.agents.filter(started_at__gt=last_seen).update(started_at=seen.first)
 

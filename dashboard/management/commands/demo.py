@@ -1,4 +1,5 @@
-"""Drive a running Agentboard with realistic agents, through the real HTTP API and agent socket."""
+"""Drive a running Agentboard with realistic agents, through the real HTTP API, hook endpoint
+and agent socket: about a minute of three sessions, one of which asks for a plan review."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import websockets
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.models import AgentToken
+from dashboard.models import AgentToken, hash_token
+
+TOKEN_FILE = "demo_token"  # noqa: S105 (the name of the file the token is kept in)
 
 
 @dataclass
@@ -47,10 +52,11 @@ class Script:
         ]
 
 
-MAIN = Script(
+SHOP_PROMPT = "Add a dark mode toggle to the settings page"
+SHOP_MAIN = Script(
     agent_type="",
     items=[
-        ("Add a dark mode toggle to the settings page", "Adding a dark mode toggle"),
+        ("Add the toggle to the settings page", "Adding the toggle to the settings page"),
         ("Store the theme in the settings context", "Storing the theme in the settings context"),
         ("Update the header template for both themes", "Updating the header template"),
         ("Run the tests and the build", "Running the tests and the build"),
@@ -74,76 +80,153 @@ REVIEWER = Script(
     ],
     cancel={1},
 )
+API_MAIN = Script(
+    agent_type="",
+    items=[
+        ("Add cursor paging to the orders endpoint", "Adding cursor paging"),
+        ("Index orders by created_at and id", "Indexing orders"),
+        ("Document the new query parameters", "Documenting the query parameters"),
+    ],
+)
+DOCS_MAIN = Script(
+    agent_type="",
+    items=[
+        ("Outline the onboarding guide", "Outlining the onboarding guide"),
+        ("Write the first-start section", "Writing the first-start section"),
+    ],
+)
+PLAN_REV_1 = """# Dark mode toggle for the settings page
+
+The settings page gets a toggle; the choice is kept per user and applied on every page.
+
+1. Add a `theme` field to the user's settings (`light`, `dark`, `system`)
+2. Put the toggle on the settings page, saved with the form
+3. Pass the theme to every template through the settings context processor
+4. Switch the stylesheet's colours with a `data-theme` attribute on `<html>`
+
+- [ ] check the contrast of both palettes
+- [x] read how the header template loads the stylesheet
+"""
+PLAN_REV_2 = PLAN_REV_1.replace(
+    "2. Put the toggle on the settings page, saved with the form",
+    "2. Put the toggle on the settings page, saved at once without reloading, and reachable\n"
+    "   with the keyboard (`t` toggles it)",
+).replace(
+    "- [ ] check the contrast of both palettes",
+    "- [ ] check the contrast of both palettes (WCAG AA)\n- [ ] follow the system setting "
+    "until the user chooses",
+)
+
+
+@dataclass(frozen=True)
+class Pace:
+    step: float  # seconds between an agent's steps
+    intro: float  # before the first agent starts, so the browser can load
+    revise_after: float  # how long rev 1 waits before the agent revises it on its own
+    decide_wait: float  # how long rev 2 waits for the lead
+
+
+NORMAL = Pace(step=1.5, intro=4.0, revise_after=12.0, decide_wait=30.0)
+FAST = Pace(step=0.05, intro=0.0, revise_after=0.3, decide_wait=0.3)
 
 
 class Command(BaseCommand):
-    help = "Show the board moving: a main agent and two subagents report their todo lists."
+    help = (
+        "Show the board moving for about a minute: three sessions of agents report their "
+        "lists, one submits a plan and a revision for you to review, and all of them end."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="The running server.")
         parser.add_argument(
-            "--token", default="", help="Agent token; by default one is made for the first admin."
+            "--token",
+            default="",
+            help="Agent token; by default the demo's own (made once, kept in the data folder).",
         )
         parser.add_argument(
-            "--pace", type=float, default=0.8, help="Seconds between an agent's steps."
+            "--fast", action="store_true", help="Run in seconds, without waiting for anyone."
         )
 
-    def handle(self, *args: object, url: str, token: str, pace: float, **options: object) -> None:
+    def handle(self, *args: object, url: str, token: str, fast: bool, **options: object) -> None:
         if not url.startswith(("http://", "https://")):
             raise CommandError(f"--url must start with http:// or https://, not {url!r}.")
-        token = token or self._local_token()
-        session_id = f"demo-{secrets.token_hex(4)}"
-        self.stdout.write(f"Watch it at {url.rstrip('/')}/sessions/{session_id}/")
+        url = url.rstrip("/")
+        token = token or self._demo_token()
+        pace = FAST if fast else NORMAL
+        run = secrets.token_hex(3)
+        self.stdout.write(f"Open {url}/ now: three sessions start in {pace.intro:g} s.")
+        self.stdout.flush()
         try:
-            asyncio.run(self._run(url.rstrip("/"), token, session_id, pace))
+            asyncio.run(Demo(self, url, token, run, pace).run())
         except (OSError, urllib.error.URLError, websockets.WebSocketException) as error:
             raise CommandError(
                 f"Could not reach Agentboard at {url} ({error}); start it with "
                 "'python manage.py serve' first."
             ) from None
-        self.stdout.write(self.style.SUCCESS("Demo finished: all three agents are done."))
+        self.stdout.write(self.style.SUCCESS("Demo finished: every session has ended."))
 
-    def _local_token(self) -> str:
+    def _demo_token(self) -> str:
+        """The demo's own token, made once and kept beside the database, so running the demo
+        again does not pile up tokens."""
+        path = Path(settings.DATA_DIR) / TOKEN_FILE
+        if path.exists():
+            raw = path.read_text().strip()
+            if AgentToken.objects.active().filter(key_hash=hash_token(raw)).exists():
+                self.stdout.write(f"Using the demo token {raw[:10]}… (kept in {path}).")
+                return raw
         admin = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
         if admin is None:
             raise CommandError("No admin account yet: start the server once, or pass --token.")
-        return AgentToken.issue(owner=admin, label="demo")[1]
+        raw = AgentToken.issue(owner=admin, label="demo")[1]
+        path.write_text(raw)
+        path.chmod(0o600)
+        self.stdout.write(f"Made a demo token for {admin.get_username()} (kept in {path}).")
+        return raw
 
-    async def _run(self, url: str, token: str, session_id: str, pace: float) -> None:
-        main_frames = MAIN.frames()
-        # The main agent writes its plan first, then the subagents start beside it.
-        await asyncio.to_thread(self._put, url, token, session_id, main_frames[0])
-        await asyncio.gather(
-            self._main(url, token, session_id, main_frames[1:], pace),
-            self._subagent(url, token, session_id, secrets.token_hex(8), EXPLORE, pace * 1.1),
-            self._subagent(url, token, session_id, secrets.token_hex(8), REVIEWER, pace * 1.4),
-        )
 
-    async def _main(self, url: str, token: str, session_id: str, frames: list, pace: float) -> None:
-        for todos in frames:
-            await asyncio.sleep(pace)
-            await asyncio.to_thread(self._put, url, token, session_id, todos)
+class Demo:
+    def __init__(self, command: Command, url: str, token: str, run: str, pace: Pace) -> None:
+        self.command, self.url, self.token, self.pace = command, url, token, pace
+        self.shop, self.api, self.docs = (f"demo-{name}-{run}" for name in ("shop", "api", "docs"))
 
-    def _put(self, url: str, token: str, session_id: str, todos: list[dict]) -> None:
-        query = urllib.parse.urlencode({"cwd": "/home/dana/shop"})
+    def say(self, text: str) -> None:
+        self.command.stdout.write(text)
+        self.command.stdout.flush()
+
+    # --- transport ---------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: dict) -> dict:
         request = urllib.request.Request(
-            f"{url}/api/v1/sessions/{session_id}/agents/{session_id}/todos?{query}",
-            data=json.dumps({"todos": todos}).encode(),
-            method="PUT",
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            f"{self.url}{path}",
+            data=json.dumps(body).encode(),
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
-            json.load(response)
+            return json.load(response)
 
-    async def _subagent(
-        self, url: str, token: str, session_id: str, agent_id: str, script: Script, pace: float
-    ) -> None:
-        ws_url = url.replace("http", "ws", 1) + "/ws/agent/"
+    async def hook(self, event: str, session_id: str, cwd: str, **fields: object) -> None:
+        """A Claude Code hook, as its HTTP hooks post it."""
+        body = {"hook_event_name": event, "session_id": session_id, "cwd": cwd, **fields}
+        await asyncio.to_thread(self._call, "POST", "/hooks/claude-code", body)
+
+    async def put(self, session_id: str, agent_id: str, todos: list, cwd: str) -> None:
+        query = urllib.parse.urlencode({"cwd": cwd})
+        path = f"/api/v1/sessions/{session_id}/agents/{agent_id}/todos?{query}"
+        await asyncio.to_thread(self._call, "PUT", path, {"todos": todos})
+
+    async def work(self, session_id: str, agent_id: str, script: Script, cwd: str) -> None:
+        for todos in script.frames():
+            await self.put(session_id, agent_id, todos, cwd)
+            await asyncio.sleep(self.pace.step)
+
+    async def subagent(self, session_id: str, script: Script, pace: float) -> None:
+        ws_url = self.url.replace("http", "ws", 1) + "/ws/agent/"
+        agent_id = secrets.token_hex(8)
         async with websockets.connect(
-            ws_url, additional_headers={"Authorization": f"Bearer {token}"}
+            ws_url, additional_headers={"Authorization": f"Bearer {self.token}"}
         ) as socket:
             for number, todos in enumerate(script.frames()):
-                await asyncio.sleep(pace)
                 frame = {
                     "type": "todo_write",
                     "id": number,
@@ -156,3 +239,112 @@ class Command(BaseCommand):
                 reply = json.loads(await socket.recv())
                 if reply.get("type") != "ack":
                     raise CommandError(f"The server refused a write: {reply.get('error')}")
+                await asyncio.sleep(pace)
+
+    # --- the sessions ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self.say(f"The plan review happens in {self.url}/sessions/{self.shop}/")
+        await asyncio.sleep(self.pace.intro)
+        await asyncio.gather(self.shop_session(), self.api_session(), self.docs_session())
+
+    async def docs_session(self) -> None:
+        cwd = "/home/dana/docs"
+        await self.hook("SessionStart", self.docs, cwd, source="startup")
+        await self.hook("UserPromptSubmit", self.docs, cwd, prompt="Start the onboarding guide")
+        await self.work(self.docs, self.docs, DOCS_MAIN, cwd)
+        await self.hook("SessionEnd", self.docs, cwd, reason="exit")
+        self.say("docs: done and ended.")
+
+    async def api_session(self) -> None:
+        cwd = "/home/ana/api"
+        await self.hook("SessionStart", self.api, cwd, source="startup", git_branch="orders-paging")
+        await self.hook("UserPromptSubmit", self.api, cwd, prompt="Paginate the orders endpoint")
+        await asyncio.gather(
+            self.work(self.api, self.api, API_MAIN, cwd),
+            self.subagent(self.api, EXPLORE, self.pace.step * 1.3),
+        )
+        await self.hook("SessionEnd", self.api, cwd, reason="exit")
+        self.say("api: done and ended.")
+
+    async def shop_session(self) -> None:
+        cwd = "/home/dana/shop"
+        session = self.shop
+        await self.hook(
+            "SessionStart", session, cwd, source="startup", git_branch="feature/dark-mode"
+        )
+        await self.hook("UserPromptSubmit", session, cwd, prompt=SHOP_PROMPT)
+        await self.subagent(session, EXPLORE, self.pace.step)
+        approved = await self.plan_review(session, cwd)
+        # Approved on the board, or answered in the terminal: the agent goes on either way.
+        mode = "acceptEdits" if approved else "default"
+        await self.hook(
+            "PostToolUse",
+            session,
+            cwd,
+            permission_mode=mode,
+            tool_name="Read",
+            tool_use_id=f"toolu_{secrets.token_hex(6)}",
+            tool_input={},
+            tool_response={},
+        )
+        await asyncio.gather(
+            self.work(session, session, SHOP_MAIN, cwd),
+            self.subagent(session, REVIEWER, self.pace.step * 1.4),
+        )
+        await self.hook("SessionEnd", session, cwd, reason="exit")
+        self.say("shop: done and ended.")
+
+    async def plan_review(self, session: str, cwd: str) -> bool:
+        """Rev 1 waits for the lead a while; rejected (or not decided in time) the agent sends
+        rev 2, which waits longer. Returns whether a plan was approved."""
+        ws_url = self.url.replace("http", "ws", 1) + "/ws/agent/"
+        async with websockets.connect(
+            ws_url, additional_headers={"Authorization": f"Bearer {self.token}"}
+        ) as socket:
+            first = await self.submit(socket, session, PLAN_REV_1, "rev1")
+            self.say(f"shop: a plan waits for you at {self.url}/plans/{first['id']}/")
+            decided = await self.decision(socket, first["id"], self.pace.revise_after)
+            if decided and decided["status"] == "approved":
+                return True
+            if decided and decided["status"] == "rejected":
+                self.say(f"shop: you rejected rev 1 ({decided.get('feedback')}); sending rev 2.")
+            else:
+                self.say("shop: nobody decided on rev 1 yet; the agent sends a revision.")
+            second = await self.submit(socket, session, PLAN_REV_2, "rev2")
+            self.say(f"shop: rev 2 waits for you at {self.url}/plans/{second['id']}/")
+            decided = await self.decision(socket, second["id"], self.pace.decide_wait)
+            if decided is None:
+                await socket.send(json.dumps({"type": "expire_plan", "plan_id": second["id"]}))
+                self.say("shop: nobody decided on rev 2; the developer answers in the terminal.")
+                return False
+            return decided["status"] == "approved"
+
+    async def submit(self, socket: object, session: str, plan: str, frame_id: str) -> dict:
+        frame = {
+            "type": "exit_plan_mode",
+            "id": frame_id,
+            "session_id": session,
+            "agent_id": session,
+            "plan": plan,
+            "plan_file_path": "/home/dana/.claude/plans/dark-mode.md",
+        }
+        await socket.send(json.dumps(frame))
+        while True:
+            reply = json.loads(await socket.recv())
+            if reply.get("type") == "ack" and reply.get("id") == frame_id:
+                return reply["result"]
+            if reply.get("type") == "error":
+                raise CommandError(f"The server refused the plan: {reply.get('error')}")
+
+    async def decision(self, socket: object, plan_id: int, wait: float) -> dict | None:
+        """The plan's state once decided, or None if nobody decided within `wait` seconds."""
+        try:
+            async with asyncio.timeout(wait):
+                while True:
+                    frame = json.loads(await socket.recv())
+                    plan = frame.get("plan") or {}
+                    if frame.get("type") == "plan_decided" and plan.get("id") == plan_id:
+                        return plan
+        except TimeoutError:
+            return None

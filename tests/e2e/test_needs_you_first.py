@@ -68,3 +68,42 @@ def test_the_chosen_filter_is_kept_on_reload_and_an_empty_result_says_so(agentbo
     message.get_by_role("button", name="Show all sessions").click()
     assert page.locator(".session-row:visible").count() == 3
     assert page.get_by_role("button", name="All").get_attribute("aria-pressed") == "true"
+
+
+WATCH_FLASHES = """() => {
+    window.__flashed = [];
+    new MutationObserver((records) => {
+        for (const record of records) {
+            const el = record.target;
+            if (el.classList && el.classList.contains('flash') && el.closest('#cards')) {
+                window.__flashed.push(el.tagName + ':' + el.textContent.replace(/\\s+/g, ' '));
+            }
+        }
+    }).observe(document.body,
+               {subtree: true, attributes: true, attributeFilter: ['class'], childList: true});
+}"""
+
+
+def test_a_live_update_highlights_the_item_that_changed_not_the_whole_card(agentboard_server, page):
+    from tests.e2e.test_board_live import put_todos
+
+    todos = [
+        {"content": "Read the code", "status": "in_progress", "activeForm": "Reading the code"},
+        {"content": "Write the test", "status": "pending", "activeForm": "Writing the test"},
+        {"content": "Ship it", "status": "pending", "activeForm": "Shipping it"},
+    ]
+    put_todos(agentboard_server, "sess-flash", "sess-flash", todos)
+    login(page, agentboard_server)
+    page.goto(f"{agentboard_server.url}/sessions/sess-flash/")
+    page.wait_for_selector("#connection[data-state=live]")
+    page.evaluate(WATCH_FLASHES)
+
+    todos[0]["status"], todos[1]["status"] = "completed", "in_progress"
+    put_todos(agentboard_server, "sess-flash", "sess-flash", todos)
+    page.wait_for_function("() => window.__flashed.length >= 2")
+
+    flashed = page.evaluate("() => window.__flashed")
+    assert all(entry.startswith("LI:") for entry in flashed), flashed
+    assert any("Read the code" in entry for entry in flashed)
+    assert any("Writing the test" in entry for entry in flashed)
+    assert not any("Ship it" in entry for entry in flashed)

@@ -132,7 +132,7 @@ class DiffLine:
 
     @property
     def marker(self) -> str:
-        return {"add": "+", "remove": "\u2212", "context": " ", "gap": "⋯"}[self.kind]
+        return {"add": "+", "remove": "-", "context": " ", "gap": "⋯"}[self.kind]
 
     @property
     def pieces(self) -> tuple[tuple[str, str], ...]:
@@ -167,7 +167,12 @@ def _word_changes(old: str, new: str) -> tuple[tuple, tuple]:
     return tuple(old_parts), tuple(new_parts)
 
 
-def plan_diff(old: str, new: str) -> PlanDiff:
+def plan_diff(old: str, new: str) -> list[DiffLine]:
+    """Changed lines with a little context, as a reader compares two texts."""
+    return plan_changes(old, new).lines
+
+
+def plan_changes(old: str, new: str) -> PlanDiff:
     """Changed lines with a little context, as a reader compares two revisions; a line that
     was only reworded shows which words changed."""
     old_lines, new_lines = old.splitlines(), new.splitlines()

@@ -206,7 +206,8 @@
     var waiting = document.getElementById("plans-waiting");
     var title = document.querySelector("title");
     if (!waiting || !title) return;
-    var count = document.body.classList.contains("can-review") ? parseInt(waiting.dataset.count || "0", 10) : 0;
+    /* The server counts only what this user can answer (see the header's context). */
+    var count = parseInt(waiting.dataset.count || "0", 10);
     title.textContent = (count ? "(" + count + ") " : "") + title.dataset.baseTitle;
   }
   document.addEventListener("htmx:load", function (event) {

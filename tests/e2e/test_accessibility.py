@@ -72,6 +72,7 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("overview", "/"),
         Visit("board", f"/sessions/{board.session_ids[-3]}/"),
         Visit("queue", "/plans/"),
+        Visit("inbox", "/inbox/"),
         Visit("review-pending", f"/plans/{board.revised_plan}/", open_diff=True),
         Visit("review-decided", f"/plans/{board.first_plan}/"),
         Visit("settings", "/settings/", wait_live=False),

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -107,6 +107,22 @@ def _agentboard_command(bin_dir: Path) -> None:
     script.chmod(0o755)
 
 
+def _record_hook_inputs(settings_path: Path, events: Sequence[str], log: Path) -> None:
+    """Add a command hook for `events` that appends each input, one JSON line, to `log`
+    and answers nothing (no decision, no context), beside Agentboard's own hooks."""
+    recorder = (
+        "import sys; data = sys.stdin.read().strip(); "
+        f"open({str(log)!r}, 'a').write(data.replace(chr(10), ' ') + chr(10))"
+    )
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(recorder)}"
+    settings = json.loads(settings_path.read_text())
+    for event in events:
+        settings.setdefault("hooks", {}).setdefault(event, []).append(
+            {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+        )
+    settings_path.write_text(json.dumps(settings, indent=2))
+
+
 @dataclass
 class Project:
     """A project directory with Agentboard's hooks, and how to run Claude Code in it."""
@@ -120,13 +136,20 @@ class Project:
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     outputs: list[str] = field(default_factory=list)
     window: Terminal | None = None
+    hook_log: Path | None = None
 
     def command(self, *args: str) -> list[str]:
         return [str(self.claude.path), "--session-id", self.session_id, *args]
 
-    def run(self, prompt: str, *args: str, env: dict[str, str] | None = None) -> str:
+    def run(
+        self,
+        prompt: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        allowed_tools: Sequence[str] = ("Bash",),
+    ) -> str:
         """`claude -p` (print mode) to the end; returns what it printed."""
-        started = self.start(prompt, *args, env=env)
+        started = self.start(prompt, *args, env=env, allowed_tools=allowed_tools)
         try:
             stdout, stderr = started.communicate(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -139,11 +162,17 @@ class Project:
         return stdout
 
     def start(
-        self, prompt: str, *args: str, env: dict[str, str] | None = None
+        self,
+        prompt: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        allowed_tools: Sequence[str] = ("Bash",),
     ) -> subprocess.Popen[str]:
-        """`claude -p` in the background (Bash is allowed for `true`)."""
+        """`claude -p` in the background. Bash is allowed (for `true`) unless `allowed_tools`
+        says otherwise: print mode has nobody to ask."""
+        allowed = ["--allowedTools", *allowed_tools] if allowed_tools else []
         return subprocess.Popen(
-            self.command("-p", prompt, "--allowedTools", "Bash", *args),
+            self.command("-p", prompt, *allowed, *args),
             cwd=self.directory,
             env=self.env | (env or {}),
             stdin=subprocess.DEVNULL,
@@ -173,14 +202,39 @@ class Project:
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self.report()}") from None
 
+    def hook_inputs(self, event: str | None = None) -> list[dict[str, Any]]:
+        """What Claude Code sent the recorded hook events (see `connect(record=...)`), in
+        order; only `event`'s when given."""
+        if self.hook_log is None or not self.hook_log.exists():
+            return []
+        inputs = [json.loads(line) for line in self.hook_log.read_text().splitlines() if line]
+        return [i for i in inputs if event is None or i.get("hook_event_name") == event]
+
+    def recorded(self, event: str, count: int = 1) -> list[dict[str, Any]]:
+        """The recorded inputs of `event` once there are `count` (the recording hook runs
+        beside Agentboard's, so it may finish a moment later)."""
+        try:
+            return wait_until(
+                lambda: (found := self.hook_inputs(event)) and len(found) >= count and found,
+                f"{count} recorded {event} hook input(s)",
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{self.report()}") from None
+
     def report(self) -> str:
         """What happened, for a failing assertion: CLI output, the model's requests, the
         board's log."""
         screen = self.window.screen() if self.window is not None and self.window.alive else ""
+        recorded = "\n".join(
+            f"{i.get('hook_event_name')} {i.get('tool_name', '')} "
+            f"{json.dumps(i.get('tool_input'))[:120]}"
+            for i in self.hook_inputs()
+        )
         return (
             f"--- Claude Code {self.claude.version} output\n{''.join(self.outputs)[-3000:]}\n"
             f"--- terminal\n{screen}\n"
             f"--- model requests\n{self.model.log()}\n"
+            f"--- recorded hook inputs\n{recorded[-3000:]}\n"
             f"--- Agentboard log (tail)\n{self.board.log()[-3000:]}"
         )
 
@@ -190,7 +244,12 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
     """`connect(board)`: a project whose hooks report to `board`, ready to run Claude Code."""
     projects: list[Project] = []
 
-    def connect_(board: LiveServer) -> Project:
+    def connect_(
+        board: LiveServer, *, approvals: bool = False, record: Sequence[str] = ()
+    ) -> Project:
+        """`approvals`: install the hooks with `--approvals` (every tool's permission request
+        goes to the inbox). `record`: hook events also written, as Claude Code sent them, to
+        a file beside the project (`Project.hook_inputs`), by a command hook of their own."""
         directory = tmp_path / "project"
         home = tmp_path / "home"
         bin_dir = tmp_path / "bin"
@@ -212,12 +271,23 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
         subprocess.run(
-            ["agentboard", "install-hooks", "--project", str(directory), "--url", board.url],
+            [
+                "agentboard",
+                "install-hooks",
+                "--project",
+                str(directory),
+                "--url",
+                board.url,
+                *(["--approvals"] if approvals else []),
+            ],
             env=env,
             check=True,
             capture_output=True,
             timeout=60,
         )
+        hook_log = tmp_path / "hook-inputs.jsonl"
+        if record:
+            _record_hook_inputs(directory / ".claude" / "settings.json", record, hook_log)
         # A first start of the interactive CLI asks for a theme, whether to trust the folder
         # and whether to use the key from the environment: all answered already.
         (home / ".claude.json").write_text(
@@ -237,7 +307,13 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
             )
         )
         project = Project(
-            claude=claude_code, board=board, model=model, directory=directory, home=home, env=env
+            claude=claude_code,
+            board=board,
+            model=model,
+            directory=directory,
+            home=home,
+            env=env,
+            hook_log=hook_log,
         )
         projects.append(project)
         return project
@@ -376,3 +452,28 @@ class Lead:
             return []
         assert status == 200, f"The session's board answered {status}."
         return [int(pk) for pk in re.findall(r"/continuations/(\d+)/cancel/", page)]
+
+    def pending_request_ids(self) -> list[int]:
+        """The permission requests waiting in the inbox, oldest first."""
+        found = re.findall(r"/inbox/requests/(\d+)/decide/", self.get("/inbox/"))
+        return [int(pk) for pk in dict.fromkeys(found)]
+
+    def request_ids(self) -> list[int]:
+        """Every permission request the inbox shows: waiting and recently decided."""
+        page = self.get("/inbox/")
+        waiting = re.findall(r"/inbox/requests/(\d+)/decide/", page)
+        decided = re.findall(r'id="decided-(\d+)"', page)
+        return sorted({int(pk) for pk in waiting + decided})
+
+    def decide_request(self, request_id: int, action: str, **fields: str) -> int:
+        """Answer a permission request as the inbox's form does (`action`: allow, remember,
+        deny or stop); the HTTP status of the answer: 200 (the inbox, after the redirect) when
+        it was taken, 409 when the request was already answered."""
+        status, _ = self.post(f"/inbox/requests/{request_id}/decide/", {"action": action, **fields})
+        return status
+
+    def request_status(self, request_id: int) -> str:
+        """The request's state as its own page shows it (pending, allowed, denied, ...)."""
+        page = self.get(f"/inbox/requests/{request_id}/")
+        decided = re.search(r'<h2 class="status-(\w+)"', page)
+        return decided.group(1) if decided else "pending"

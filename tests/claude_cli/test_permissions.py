@@ -250,3 +250,114 @@ def test_a_team_rule_answers_at_once_and_the_history_names_it(agent, mode):
     assert "by the team rule allow Bash(./greet.sh *)" in page
     assert "by the team rule allow Bash(./greet.sh *)" in html.unescape(lead.get("/inbox/"))
     assert len(project.recorded("PermissionRequest")) == 1
+
+
+# --- nobody decides in time --------------------------------------------------------------------
+
+SHORT_WAIT = {"AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS": "2"}
+
+
+@pytest.mark.parametrize("board_env", [SHORT_WAIT])
+@pytest.mark.parametrize(
+    ("claude_code", "mode"),
+    [pytest.param("2.1.330", "print", id="claude-2.1.330-print")],
+    indirect=["claude_code"],
+)
+def test_nobody_deciding_in_time_print_mode_refuses_and_the_request_expires(agent, mode):
+    """The hook answers nothing after the wait; with nobody at a terminal, Claude Code refuses
+    the call with its own words and the agent goes on."""
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("late")
+    model.add(call, say("I could not greet."))
+
+    running.start("Greet late.")
+
+    result = project.result_of(call)
+    assert (result.text, result.is_error) == (REQUIRES_APPROVAL, True), project.report()
+    assert running.finish("I could not greet.") == 0, project.report()
+    [request_id] = lead.request_ids()
+    assert lead.request_status(request_id) == "expired"
+    status, page = lead.post(f"/inbox/requests/{request_id}/decide/", {"action": "allow"})
+    assert status == 409 and "the agent's terminal asked instead" in html.unescape(page)
+    assert not project.hook_inputs("PostToolUse"), "The refused command ran."
+
+
+@pytest.mark.parametrize("board_env", [SHORT_WAIT])
+@pytest.mark.parametrize("claude_code", TERMINAL, indirect=True)
+def test_nobody_deciding_in_time_the_terminal_asks_and_the_request_expires(agent):
+    """The terminal's own dialog, open since the request came, stays when the hook gives up;
+    the developer answers it later."""
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("late")
+    model.add(call, say("Finished."))
+
+    running.start("Greet late.")
+    request_id = waiting_request(lead, project)
+    wait_until(lambda: lead.request_status(request_id) == "expired", "the request to expire")
+    terminal = project.window
+    assert terminal is not None and DIALOG in terminal.wait_for(DIALOG)
+    assert model.tool_result(call) is None, "Claude Code went on without an answer."
+
+    terminal.answer("Enter", lambda: model.tool_result(call), "the terminal to take the answer")
+
+    assert project.result_of(call) == ToolResult("hello, late", False), project.report()
+    running.finish("Finished.")
+    # The board keeps saying why the terminal asked: nobody decided in time.
+    assert lead.request_status(request_id) == "expired"
+    assert lead.decide_request(request_id, "allow") == 409
+
+
+@pytest.mark.parametrize(
+    ("claude_code", "mode"),
+    [pytest.param("2.1.197", "print", id="claude-2.1.197-print")],
+    indirect=["claude_code"],
+)
+def test_print_mode_of_2_1_197_refuses_without_asking_the_board(agent, mode):
+    """2.1.197 sends no PermissionRequest hook in print mode: it refuses at once, so a
+    headless 2.1.197 agent never reaches the inbox."""
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("headless")
+    model.add(call, say("I could not greet."))
+
+    running.start("Greet headless.")
+
+    result = project.result_of(call)
+    assert (result.text, result.is_error) == (REQUIRES_APPROVAL, True), project.report()
+    assert running.finish("I could not greet.") == 0, project.report()
+    assert lead.request_ids() == []
+    assert not project.hook_inputs("PermissionRequest")
+
+
+# --- the developer answers in the terminal first ---------------------------------------------
+
+
+@pytest.mark.parametrize("claude_code", TERMINAL, indirect=True)
+def test_a_request_answered_in_the_terminal_first_is_closed_on_the_board(agent):
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("terminal")
+    model.add(call, say("Finished."))
+
+    running.start("Greet in the terminal.")
+    request_id = waiting_request(lead, project)
+    terminal = project.window
+    assert terminal is not None
+    terminal.wait_for(DIALOG)
+    terminal.answer("Enter", lambda: model.tool_result(call), "the terminal to take the answer")
+
+    assert project.result_of(call) == ToolResult("hello, terminal", False), project.report()
+    wait_until(
+        lambda: lead.request_status(request_id) == "answered_in_terminal",
+        "the request to show it was answered in the terminal",
+        timeout=15,
+    )
+    status, page = lead.post(
+        f"/inbox/requests/{request_id}/decide/", {"action": "deny", "message": "Too late."}
+    )
+    assert status == 409 and "answered in the agent's terminal" in html.unescape(page)
+    running.finish("Finished.")
+    assert lead.request_status(request_id) == "answered_in_terminal"
+    assert lead.request_ids() == [request_id]

@@ -55,6 +55,7 @@ from planmode.permissions import (
     permission_expire,
     permission_request_open,
     permission_state,
+    stopped_messages_take,
     terminal_wait_record,
 )
 from planmode.services import (
@@ -234,7 +235,8 @@ def _agent_exists(*, owner: AbstractBaseUser, hook: HookInput) -> bool:
 def _record_and_enforce(
     *, owner: AbstractBaseUser, hook: HookInput, payload: dict[str, Any]
 ) -> enforcer.Injection:
-    """Record the event; returns the reminder or re-injected list for the model, if any."""
+    """Record the event; returns the reminder or re-injected list for the model, if any (and,
+    with a prompt, the message of a reviewer who stopped the agent)."""
     event = hook.hook_event_name
     tool_name = str(payload.get("tool_name") or "")
     tool_use_id = str(payload.get("tool_use_id") or "")
@@ -276,6 +278,11 @@ def _record_and_enforce(
         tool_use_id=tool_use_id,
         source=str(payload.get("source") or ""),
     )
+    if event == "UserPromptSubmit":
+        # A reviewer's "deny and stop" message, which Claude Code did not hand the model.
+        stopped = stopped_messages_take(agent=resolved.agent)
+        if stopped:
+            injection.text = f"{stopped}\n\n{injection.text}" if injection.text else stopped
     injection.changes = changes.merge(injection.changes)
     return injection
 

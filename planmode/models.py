@@ -201,6 +201,9 @@ class PermissionRequest(models.Model):
     message = models.TextField(blank=True)
     interrupt = models.BooleanField(default=False)
     updated_permissions = models.JSONField(default=list)
+    # When the model was handed the message of a "deny and stop" with the session's next
+    # prompt: Claude Code drops a denial's message when it interrupts the agent.
+    message_told_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["requested_at", "pk"]

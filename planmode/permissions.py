@@ -35,6 +35,7 @@ from planmode.models import (
     TerminalWait,
 )
 from planmode.services import plans_answered_elsewhere
+from planmode.tool_display import describe
 
 REVIEW_PERMISSION = "planmode.review_plan"
 MAX_MESSAGE_CHARS = 5_000
@@ -466,6 +467,42 @@ def model_message(request: PermissionRequest) -> str:
         f"The reviewer denied this {tool} call on Agentboard, so it did not run. "
         f"Their message:\n{request.message}"
     )
+
+
+def stopped_message(request: PermissionRequest) -> str:
+    """A "deny and stop" told later, with the next prompt: which call it was, and the words
+    Claude Code did not hand the model when it stopped it."""
+    what = describe(request.tool_name, request.tool_input).headline
+    return (
+        f"When you were stopped earlier in this session, it was the reviewer on Agentboard: "
+        f"they denied your {request.tool_name} call ({what}) and stopped you. Their message, "
+        f"which you have not seen yet:\n{request.message}"
+    )
+
+
+def stopped_messages_take(*, agent: Agent) -> str | None:
+    """The reviewers' messages of this session's "deny and stop" decisions the model has not
+    read yet, each once, for the next prompt's context.
+
+    Claude Code (2.1.197 and 2.1.330) drops a denial's message when the denial interrupts:
+    the model reads only Claude Code's own refusal and the turn ends, so the reviewer's words
+    wait for the session's next prompt."""
+    untold = list(
+        PermissionRequest.objects.filter(
+            session_id=agent.session_id,
+            status=RequestStatus.DENIED,
+            interrupt=True,
+            message_told_at__isnull=True,
+        )
+        .exclude(message="")
+        .order_by("decided_at", "pk")
+    )
+    if not untold:
+        return None
+    PermissionRequest.objects.filter(pk__in=[request.pk for request in untold]).update(
+        message_told_at=timezone.now()
+    )
+    return "\n\n".join(stopped_message(request) for request in untold)
 
 
 def permission_state(request: PermissionRequest) -> dict[str, Any]:

@@ -138,8 +138,10 @@ class Project:
     window: Terminal | None = None
     hook_log: Path | None = None
 
-    def command(self, *args: str) -> list[str]:
-        return [str(self.claude.path), "--session-id", self.session_id, *args]
+    def command(self, *args: str, resume: bool = False) -> list[str]:
+        """The CLI in this session: a new one, or (`resume`) going on with it."""
+        session = "--resume" if resume else "--session-id"
+        return [str(self.claude.path), session, self.session_id, *args]
 
     def run(
         self,
@@ -167,12 +169,13 @@ class Project:
         *args: str,
         env: dict[str, str] | None = None,
         allowed_tools: Sequence[str] = ("Bash",),
+        resume: bool = False,
     ) -> subprocess.Popen[str]:
         """`claude -p` in the background. Bash is allowed (for `true`) unless `allowed_tools`
         says otherwise: print mode has nobody to ask."""
         allowed = ["--allowedTools", *allowed_tools] if allowed_tools else []
         return subprocess.Popen(
-            self.command("-p", prompt, *allowed, *args),
+            self.command("-p", prompt, *allowed, *args, resume=resume),
             cwd=self.directory,
             env=self.env | (env or {}),
             stdin=subprocess.DEVNULL,

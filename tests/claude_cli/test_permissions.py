@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import pytest
 
 from planmode.models import PermissionRequest, RequestStatus
-from planmode.permissions import model_message
-from tests.claude_cli.conftest import RUN_TIMEOUT, Lead, Project, wait_until
+from planmode.permissions import model_message, stopped_message
+from tests.claude_cli.conftest import RUN_TIMEOUT, Lead, Project, poll, wait_until
 from tests.claude_cli.model_server import ToolResult, Turn, say, tool
 
 pytestmark = pytest.mark.claude_cli
@@ -29,6 +29,8 @@ pytestmark = pytest.mark.claude_cli
 QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
 # Claude Code's own words when it refuses a command nobody approved (both versions).
 REQUIRES_APPROVAL = "This command requires approval"
+# What the model reads of a call whose denial interrupted the agent (both versions).
+INTERRUPTED = "The user doesn't want to proceed with this tool use."
 # The terminal's own permission dialog (both versions).
 DIALOG = "Do you want to proceed?"
 # What the hooks recorded beside Agentboard's own, to compare with what the board shows.
@@ -65,6 +67,17 @@ class Agent:
             )
         else:
             self.project.terminal(prompt, "--permission-mode", "default")
+
+    def prompt_again(self, prompt: str) -> None:
+        """The developer goes on in the same session: the next prompt in the terminal, or
+        `claude -p --resume` in print mode."""
+        if self.process is None:
+            assert self.project.window is not None
+            self.project.window.type(prompt)
+        else:
+            self.process = self.project.start(
+                prompt, "--permission-mode", "default", allowed_tools=(), resume=True
+            )
 
     def finish(self, last_words: str) -> int | None:
         """Wait for the end of the turn (the model's `last_words`); print mode's exit code."""
@@ -122,6 +135,19 @@ def waiting_request(lead: Lead, project: Project) -> int:
         raise AssertionError(f"{error}\n{project.report()}") from None
     assert len(ids) == 1, ids
     return ids[0]
+
+
+def stopped_text(call: Turn, message: str) -> str:
+    """Word for word what the board hands the model with the prompt after a deny and stop."""
+    return stopped_message(
+        PermissionRequest(
+            tool_name="Bash",
+            tool_input=call.blocks[0]["input"],
+            status=RequestStatus.DENIED,
+            message=message,
+            interrupt=True,
+        )
+    )
 
 
 def denial_text(message: str, *, interrupt: bool = False) -> str:
@@ -225,6 +251,50 @@ def test_a_denial_hands_the_model_the_reviewers_message_and_the_agent_goes_on(ag
     assert running.finish("I will greet someone else.") in (None, 0), project.report()
     assert lead.request_status(request_id) == "denied"
     assert not project.hook_inputs("PostToolUse"), "The denied command ran."
+
+
+@pytest.mark.parametrize(("claude_code", "mode"), PRINT_AND_TERMINAL, indirect=["claude_code"])
+def test_deny_and_stop_ends_the_turn_and_the_message_comes_with_the_next_prompt(agent, mode):
+    """Claude Code stops at once but drops the denial's message: the model reads its own stock
+    refusal. The board hands the reviewer's message over with the session's next prompt."""
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("everyone")
+    model.add(call)
+
+    running.start("Greet everyone.")
+    request_id = waiting_request(lead, project)
+    message = "Stop greeting: the release is frozen until Monday."
+    assert lead.decide_request(request_id, "stop", message=message) == 200
+
+    if mode == "print":
+        # The run ends at once, failing.
+        assert running.finish("") == 1, project.report()
+        assert "Execution error" in "".join(project.outputs[-2:])
+    else:
+        terminal = project.window
+        assert terminal is not None
+        wait_until(lambda: DIALOG not in terminal.screen(), "the dialog to close")
+        assert poll(lambda: len(model.loop_requests) > 1, timeout=3) is None, project.report()
+    # The turn stopped: the model was asked nothing more, and the command did not run.
+    assert len(model.loop_requests) == 1, project.report()
+    assert not project.hook_inputs("PostToolUse")
+    assert lead.request_status(request_id) == "denied"
+    assert "agent stopped" in lead.get("/inbox/")
+
+    model.add(say("Understood: no greetings until Monday."))
+    running.prompt_again("Carry on.")
+
+    result = project.result_of(call)
+    assert result.is_error, project.report()
+    # Claude Code's own words, not the board's: its message never reaches the model this way.
+    assert result.text.startswith(INTERRUPTED), project.report()
+    assert message not in result.text
+    # ... but with the next prompt, as that prompt's context, word for word the board's.
+    assert running.finish("Understood: no greetings until Monday.") in (None, 0)
+    _, after = model.loop_requests
+    assert model.received(message) == [after], project.report()
+    assert any(stopped_text(call, message) in text for text in after.texts())
 
 
 # --- team rules -----------------------------------------------------------------------------------

@@ -122,6 +122,49 @@ async def test_deny_and_stop_interrupts_the_agent(agent, reviewer):
     assert "stopped you" in decision["message"]
 
 
+async def test_deny_and_stop_hands_the_message_over_with_the_next_prompt_once(agent, reviewer):
+    """Claude Code drops the message of a denial that interrupts (the model reads its own
+    refusal): the reviewer's words come with the session's next prompt instead, once."""
+    held = agent.hold(load_fixture("permission_request_bash.json"))
+    request = await agent.waiting(held)
+    await decide(request, reviewer, allow=False, interrupt=True, message="Wait for the freeze.")
+    await answer(held)
+
+    response = await agent.hook(load_fixture("user_prompt_submit.json"))
+
+    assert response.status_code == 200
+    output = response.json()["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    context = output["additionalContext"]
+    assert "denied your Bash call (npm run test -- --watch=false) and stopped you" in context
+    assert context.endswith("Their message, which you have not seen yet:\nWait for the freeze.")
+    await request.arefresh_from_db()
+    assert request.message_told_at is not None
+    again = await agent.hook(load_fixture("user_prompt_submit.json"))
+    assert "Wait for the freeze." not in again.content.decode()
+
+
+@pytest.mark.parametrize(
+    "answer_fields",
+    [
+        pytest.param({"interrupt": True}, id="deny and stop without a message"),
+        pytest.param({"message": "Not now."}, id="deny without stopping"),
+    ],
+)
+async def test_only_an_unread_stop_message_comes_with_the_next_prompt(
+    agent, reviewer, answer_fields
+):
+    held = agent.hold(load_fixture("permission_request_bash.json"))
+    request = await agent.waiting(held)
+    await decide(request, reviewer, allow=False, **answer_fields)
+    await answer(held)
+
+    response = await agent.hook(load_fixture("user_prompt_submit.json"))
+
+    assert response.status_code == 200
+    assert "additionalContext" not in response.content.decode()
+
+
 async def test_allow_and_remember_a_suggestion_hands_it_back(agent, reviewer):
     payload = load_fixture("permission_request_bash.json")
     held = agent.hold(payload)

@@ -431,3 +431,31 @@ def test_a_request_answered_in_the_terminal_first_is_closed_on_the_board(agent):
     running.finish("Finished.")
     assert lead.request_status(request_id) == "answered_in_terminal"
     assert lead.request_ids() == [request_id]
+
+
+@pytest.mark.parametrize("claude_code", TERMINAL, indirect=True)
+def test_a_request_rejected_in_the_terminal_is_let_go_at_once(agent):
+    """Escape in the terminal's dialog interrupts the turn, and Claude Code then closes the
+    held hook request (unlike an allow there, which leaves it open until the call has run):
+    the board stops waiting at once, as for any agent that stops waiting, and refuses a late
+    decision."""
+    running, lead = agent
+    project, model = running.project, running.project.model
+    call = greet("nobody")
+    model.add(call, say("Finished."))
+
+    running.start("Greet nobody.")
+    request_id = waiting_request(lead, project)
+    terminal = project.window
+    assert terminal is not None
+    terminal.wait_for(DIALOG)
+    terminal.answer("Escape", lambda: DIALOG not in terminal.screen(), "the dialog to close")
+
+    wait_until(
+        lambda: lead.request_status(request_id) == "expired",
+        "the board to stop waiting",
+        timeout=10,
+    )
+    assert lead.decide_request(request_id, "allow") == 409
+    assert model.tool_result(call) is None, "The model was asked again without a prompt."
+    assert not project.hook_inputs("PostToolUse"), "The rejected command ran."

@@ -327,7 +327,7 @@ def test_a_team_rule_answers_at_once_and_the_history_names_it(agent, mode):
 SHORT_WAIT = {"AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS": "2"}
 
 
-@pytest.mark.parametrize("board_env", [SHORT_WAIT])
+@pytest.mark.parametrize("board_env", [SHORT_WAIT], ids=["wait-2s"])
 @pytest.mark.parametrize(
     ("claude_code", "mode"),
     [pytest.param("2.1.330", "print", id="claude-2.1.330-print")],
@@ -353,7 +353,7 @@ def test_nobody_deciding_in_time_print_mode_refuses_and_the_request_expires(agen
     assert not project.hook_inputs("PostToolUse"), "The refused command ran."
 
 
-@pytest.mark.parametrize("board_env", [SHORT_WAIT])
+@pytest.mark.parametrize("board_env", [SHORT_WAIT], ids=["wait-2s"])
 @pytest.mark.parametrize("claude_code", TERMINAL, indirect=True)
 def test_nobody_deciding_in_time_the_terminal_asks_and_the_request_expires(agent):
     """The terminal's own dialog, open since the request came, stays when the hook gives up;

@@ -80,7 +80,8 @@ class Agent:
             )
 
     def finish(self, last_words: str) -> int | None:
-        """Wait for the end of the turn (the model's `last_words`); print mode's exit code."""
+        """Wait for the end of the turn: the model's `last_words` in the terminal, or the end
+        of `claude -p`, whose exit code it returns."""
         if self.process is None:
             assert self.project.window is not None
             try:
@@ -104,7 +105,7 @@ class Agent:
 
 @pytest.fixture
 def mode() -> str:
-    """ "print" or "terminal"; tests parametrize it."""
+    """How the agent runs, `print` or `terminal`; tests parametrize it."""
     return "terminal"
 
 
@@ -150,12 +151,10 @@ def stopped_text(call: Turn, message: str) -> str:
     )
 
 
-def denial_text(message: str, *, interrupt: bool = False) -> str:
+def denial_text(message: str) -> str:
     """Word for word what the board tells Claude Code to hand the model with a denial."""
     return model_message(
-        PermissionRequest(
-            tool_name="Bash", status=RequestStatus.DENIED, message=message, interrupt=interrupt
-        )
+        PermissionRequest(tool_name="Bash", status=RequestStatus.DENIED, message=message)
     )
 
 

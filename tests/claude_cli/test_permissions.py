@@ -176,6 +176,7 @@ def test_a_request_allowed_once_on_the_board_runs_and_the_model_reads_its_output
     assert "./greet.sh once" in page and "Greet once" in page
     # Claude Code's own "don't ask again" suggestion is offered on the board.
     [asked] = project.recorded("PermissionRequest")
+    assert (asked["permission_mode"], asked.get("tool_use_id")) == ("default", None)
     assert asked["permission_suggestions"] == [
         {
             "type": "addRules",

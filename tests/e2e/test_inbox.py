@@ -135,10 +135,22 @@ def test_a_lead_answers_every_kind_of_request_from_the_keyboard(agentboard_serve
 
     # The two identical Bash requests, selected with x and denied together with a message.
     page.wait_for_function("() => document.querySelectorAll('[data-inbox-item]').length === 4")
+    # The list was re-rendered by the decision: the keys act once the next row is current.
+    page.wait_for_function(
+        "() => document.querySelector('[data-inbox-item].is-current')"
+        " === document.querySelector('[data-inbox-item]')"
+    )
     page.keyboard.press("x")
+    page.wait_for_function(
+        "() => document.querySelector('[data-bulk-count]').textContent"
+        " === '1 identical request selected'"
+    )
     page.keyboard.press("j")
     page.keyboard.press("x")
-    assert page.locator("[data-bulk-count]").inner_text() == "2 identical requests selected"
+    page.wait_for_function(
+        "() => document.querySelector('[data-bulk-count]').textContent"
+        " === '2 identical requests selected'"
+    )
     page.keyboard.press("d")
     page.keyboard.type("Run only the changed test file.")
     page.keyboard.press("Escape")

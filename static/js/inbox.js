@@ -173,13 +173,60 @@
     event.detail.isError = false;
   });
 
-  document.addEventListener("htmx:load", function (event) {
-    if (!region()) return;
-    if (event.target.id === "inbox-list" || (event.target.querySelector && event.target.querySelector("#inbox-list"))) {
+  /* Messages being typed survive the list being re-rendered by a live update (another agent's
+     request arriving must not wipe a reviewer's half-written message), and so does the focus. */
+  var drafts = {};
+  var typingIn = null;
+  function draftable(field) {
+    return field && field.id && field.closest && field.closest("#inbox-list") &&
+      field.matches("textarea, input[name=message]");
+  }
+  document.addEventListener("input", function (event) {
+    if (draftable(event.target)) drafts[event.target.id] = event.target.value;
+  });
+  document.addEventListener("focusin", function (event) {
+    typingIn = draftable(event.target) ? event.target.id : null;
+  });
+  document.addEventListener("focusout", function (event) {
+    // Left on purpose (Escape, a click elsewhere), not removed by a re-render.
+    if (event.target.id === typingIn && event.target.isConnected) typingIn = null;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    // Sent: what was typed for the answered request or selection is done with.
+    if (!event.detail.successful || !event.detail.elt.closest) return;
+    var form = event.detail.elt.closest("form");
+    if (!form) return;
+    Array.prototype.forEach.call(form.querySelectorAll("textarea, input[name=message]"), function (field) {
+      delete drafts[field.id];
+    });
+    typingIn = null;
+  });
+  function restoreDrafts() {
+    Object.keys(drafts).forEach(function (id) {
+      var field = document.getElementById(id);
+      if (!field) { delete drafts[id]; return; }
+      if (!field.value) field.value = drafts[id];
+    });
+    var field = typingIn && document.getElementById(typingIn);
+    if (field && (!document.activeElement || document.activeElement === document.body)) {
+      field.focus({ preventScroll: true });
+      field.setSelectionRange(field.value.length, field.value.length);
+    }
+  }
+
+  function listSwapped(event) {
+    var target = event.detail && event.detail.target ? event.detail.target : event.target;
+    if (!region() || !target) return;
+    if (target.id === "inbox-list" || (target.querySelector && target.querySelector("#inbox-list"))) {
       restoreCurrent();
       syncSelection();
+      restoreDrafts();
     }
-  });
+  }
+  // Right after the swap, in the same task, so no keystroke lands in between.
+  document.addEventListener("htmx:oobAfterSwap", listSwapped);
+  document.addEventListener("htmx:afterSwap", listSwapped);
+  document.addEventListener("htmx:load", listSwapped);
   document.addEventListener("DOMContentLoaded", function () {
     if (!region()) return;
     var list = items();

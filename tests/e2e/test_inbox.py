@@ -152,8 +152,13 @@ def test_a_lead_answers_every_kind_of_request_from_the_keyboard(agentboard_serve
         " === '2 identical requests selected'"
     )
     page.keyboard.press("d")
+    page.wait_for_function("() => document.activeElement.id === 'bulk-message'")
     page.keyboard.type("Run only the changed test file.")
     page.keyboard.press("Escape")
+    page.wait_for_function(
+        "() => document.getElementById('bulk-message').value === 'Run only the changed test file.'"
+        " && document.activeElement === document.body"
+    )
     page.keyboard.press("d")
     for held in (bash_a, bash_b):
         decision = held.decision()

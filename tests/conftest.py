@@ -66,6 +66,19 @@ def db(transactional_db) -> None:
 
 
 @pytest.fixture(autouse=True)
+def a_channel_layer_per_test():
+    """Each test runs its own event loop, while channels keeps one layer object per process.
+    channels_redis binds its receive lock to the loop that first received: a receive still
+    running when a test's loop closed would leave the next tests' layer locked to a dead loop.
+    The server has one loop for its life; tests get a fresh layer each."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
 def renders_finished_before_the_flush(request):
     """A test may end while the render thread still reads what it wrote (the publisher's
     coalesced flush). On PostgreSQL a join running beside the test's TRUNCATE can deadlock with

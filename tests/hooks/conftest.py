@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
+from django.test import AsyncClient
 
 # Sample payloads as Claude Code sends them, kept with the tests.
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claude-code"
@@ -42,3 +44,43 @@ async def sync_thread_connections_closed():
     PostgreSQL refuses to drop the test database at the end of the run."""
     yield
     await sync_to_async(connections.close_all)()
+
+
+WAIT = 10  # seconds a test waits for something that should take milliseconds
+
+
+class HookClient:
+    """Claude Code's HTTP hooks against the in-process server: send one, or hold one (a task
+    that waits for its answer) until something pending of `model` shows up."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.agent = AsyncClient()
+
+    async def hook(self, payload: dict):
+        return await self.agent.post(
+            HOOK_URL,
+            payload,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+
+    def hold(self, payload: dict) -> asyncio.Task:
+        return asyncio.create_task(self.hook(payload))
+
+    async def pending(self, model, task: asyncio.Task, count: int, what: str):
+        """The newest row of `model`, once `count` of them are pending (the answer, checked
+        later, shows that the request was held until then)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while await model.objects.filter(status="pending").acount() < count:
+            assert not task.done(), task.result().content
+            assert loop.time() < deadline, f"the {what} never showed up"
+            await asyncio.sleep(0.01)
+        return await model.objects.select_related("session", "agent").alatest("pk")
+
+
+async def answer(task: asyncio.Task) -> dict:
+    response = await asyncio.wait_for(task, WAIT)
+    assert response.status_code == 200, response.content
+    return response.json()

@@ -8,7 +8,6 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
-from django.test import AsyncClient
 
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, Session
@@ -16,53 +15,31 @@ from dashboard.watch import watch_for
 from dashboard.writer import write
 from planmode.models import PermissionDecision, PermissionRequest, TeamRule, TerminalWait
 from planmode.permissions import Answer, permission_decide
-from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
+from tests.hooks.conftest import (
+    SESSION_ID,
+    SUBAGENT_ID,
+    WAIT,
+    HookClient,
+    answer,
+    load_fixture,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("sync_thread_connections_closed"),
 ]
 
-WAIT = 10
 
-
-class Agent_:
+class Agent_(HookClient):
     """Claude Code's hooks against the in-process server."""
 
-    def __init__(self, token: str) -> None:
-        self.client = AsyncClient()
-        self.token = token
-
-    async def hook(self, payload: dict):
-        return await self.client.post(
-            HOOK_URL,
-            payload,
-            content_type="application/json",
-            headers={"Authorization": f"Bearer {self.token}"},
-        )
-
-    def hold(self, payload: dict) -> asyncio.Task:
-        return asyncio.create_task(self.hook(payload))
-
     async def waiting(self, task: asyncio.Task, count: int = 1) -> PermissionRequest:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT
-        while await PermissionRequest.objects.filter(status="pending").acount() < count:
-            assert not task.done(), task.result().content
-            assert loop.time() < deadline, "the request never showed up"
-            await asyncio.sleep(0.01)
-        return await PermissionRequest.objects.select_related("session", "agent").alatest("pk")
+        return await self.pending(PermissionRequest, task, count, "request")
 
 
 @pytest.fixture
 def agent(token) -> Agent_:
     return Agent_(token)
-
-
-async def answer(task: asyncio.Task) -> dict:
-    response = await asyncio.wait_for(task, WAIT)
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 async def decide(request: PermissionRequest, user: User, **answer_fields):

@@ -8,46 +8,31 @@ from django.test import AsyncClient
 
 from dashboard.models import Session
 from planmode.models import PermissionRequest, Plan
-from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
+from tests.hooks.conftest import (
+    SESSION_ID,
+    SUBAGENT_ID,
+    WAIT,
+    HookClient,
+    answer,
+    load_fixture,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("sync_thread_connections_closed"),
 ]
 
-WAIT = 10  # seconds a test waits for something that should take milliseconds
 
-
-class Agentboard:
+class Agentboard(HookClient):
     """An agent's hooks and a reviewer's browser against the same in-process server."""
 
     def __init__(self, token: str, reviewer: User) -> None:
-        self.token = token
-        self.agent = AsyncClient()
+        super().__init__(token)
         self.browser = AsyncClient()
         self.reviewer = reviewer
 
-    async def hook(self, payload: dict):
-        return await self.agent.post(
-            HOOK_URL,
-            payload,
-            content_type="application/json",
-            headers={"Authorization": f"Bearer {self.token}"},
-        )
-
-    def hold(self, payload: dict) -> asyncio.Task:
-        return asyncio.create_task(self.hook(payload))
-
     async def plan_waiting(self, task: asyncio.Task, count: int = 1) -> Plan:
-        """The newest plan, once `count` plans are pending (the answer, checked later, shows that
-        the request was held until the decision)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT
-        while await Plan.objects.filter(status="pending").acount() < count:
-            assert not task.done(), task.result().content
-            assert loop.time() < deadline, "the plan never showed up"
-            await asyncio.sleep(0.01)
-        return await Plan.objects.select_related("session", "agent").alatest("pk")
+        return await self.pending(Plan, task, count, "plan")
 
     async def until(self, condition) -> None:
         loop = asyncio.get_running_loop()
@@ -67,12 +52,6 @@ class Agentboard:
 @pytest.fixture
 def board(token, reviewer) -> Agentboard:
     return Agentboard(token, reviewer)
-
-
-async def answer(task: asyncio.Task) -> dict:
-    response = await asyncio.wait_for(task, WAIT)
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 async def test_an_approval_in_the_review_page_releases_the_held_request(board):

@@ -1,4 +1,11 @@
-"""ASGI entry point: HTTP through Django, websockets through the channels router."""
+"""ASGI entry point: HTTP through Django, websockets through the channels router.
+
+Agents and browsers take two stacks of the same Django project. Pages go through the full
+middleware (sessions, CSRF, login, messages, static files). The agent endpoints (`/hooks/`,
+the `/api/v1/` API) authenticate every call with a bearer token and use none of that, and an
+agent waits for each of their answers: they go through `AgentHandler`, with only the security
+headers. Same URLs, views, settings and error pages.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,54 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from channels.routing import ProtocolTypeRouter
-from django.core.asgi import get_asgi_application
+from typing import Any
 
-django_application = get_asgi_application()
+import django
+from channels.routing import ProtocolTypeRouter
+from django.conf import settings
+from django.core.handlers.asgi import ASGIHandler
+
+django.setup(set_prefix=False)
+
+# Paths only agents use; the API's reference page is a page, in the dashboard's layout.
+AGENT_PATHS = ("/hooks/", "/api/v1/")
+PAGE_PATHS = ("/api/v1/docs",)
+
+
+class AgentHandler(ASGIHandler):
+    """Django's ASGI handler with `AGENTBOARD_AGENT_MIDDLEWARE` instead of `MIDDLEWARE`.
+
+    It also leaves out the per-request thread that Django starts for the sync parts of a
+    request (`ThreadSensitiveContext`): the agent views are async and their database work
+    runs on the writer and render threads, so starting and joining a thread per hook would be
+    pure cost. What little sync work remains (the request signals) runs on asgiref's one
+    shared sync thread.
+    """
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        pages = settings.MIDDLEWARE
+        settings.MIDDLEWARE = settings.AGENTBOARD_AGENT_MIDDLEWARE
+        try:
+            super().load_middleware(is_async=is_async)
+        finally:
+            settings.MIDDLEWARE = pages
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await self.handle(scope, receive, send)
+
+
+page_application = ASGIHandler()
+agent_application = AgentHandler()
+
+
+async def http_application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    path = scope["path"]
+    if path.startswith(AGENT_PATHS) and not path.startswith(PAGE_PATHS):
+        await agent_application(scope, receive, send)
+    else:
+        await page_application(scope, receive, send)
+
 
 from dashboard.routing import websocket_application  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_application, "websocket": websocket_application})
+application = ProtocolTypeRouter({"http": http_application, "websocket": websocket_application})

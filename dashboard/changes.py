@@ -41,6 +41,11 @@ class Changes:
     # Sessions with another change to what waits on a person (a countdown began or ended, an
     # agent began or stopped waiting in its terminal): the inbox and its counts.
     inbox_sessions: set[int] = field(default_factory=set)
+    # For notifications (they re-render nothing themselves): continuation countdowns that
+    # began, continuations that let an agent stop with unfinished tasks, sessions that ended.
+    begun_continuations: set[int] = field(default_factory=set)
+    stopped_unfinished: set[int] = field(default_factory=set)
+    ended_sessions: set[int] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return any(
@@ -82,6 +87,9 @@ class Changes:
         self.permission_requests |= other.permission_requests
         self.decided_permissions.update(other.decided_permissions)
         self.inbox_sessions |= other.inbox_sessions
+        self.begun_continuations |= other.begun_continuations
+        self.stopped_unfinished |= other.stopped_unfinished
+        self.ended_sessions |= other.ended_sessions
         return self
 
 

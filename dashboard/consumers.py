@@ -8,6 +8,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -29,7 +30,7 @@ from dashboard.frames import (
     TodoWriteFrame,
     WatchPlanFrame,
 )
-from dashboard.models import Session, hash_token
+from dashboard.models import Client, Session, hash_token
 from dashboard.security import public_url, scope_header, scope_is_secure
 from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.waiting import expire_if_abandoned
@@ -50,7 +51,24 @@ CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
-class BoardConsumer(AsyncWebsocketConsumer):
+class Consumer(AsyncWebsocketConsumer):
+    """A websocket consumer that does not tidy database connections on every message.
+
+    Channels runs `close_old_connections` in its sync thread before each message it hands a
+    consumer, a thread hop per message: with a hundred boards open, a thousand a second just
+    to fan out live fragments. Our handlers never touch the database on the event loop; what
+    reads or writes goes through `database_sync_to_async` (which tidies around each call), the
+    writer or the render thread, each keeping its own connection in order.
+    """
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+
+class BoardConsumer(Consumer):
     """Pushes htmx out-of-band fragments to a logged-in browser.
 
     On every (re)connect it first sends the current state from the database, so a page that
@@ -68,6 +86,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
         # "queue" on the review queue, a plan id on a review page.
         self.plans_page = query.get("plans", [""])[0]
         self.inbox_page = bool(query.get("inbox"))
+        # The overview filtered to one kind of agent (`?client=`); any other value lists all.
+        client = query.get("client", [""])[0]
+        self.client = client if client in Client.values else ""
         self.session_pk: int | None = None
         # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
         self.audience = await database_sync_to_async(audience_of)(user)
@@ -117,7 +138,12 @@ class BoardConsumer(AsyncWebsocketConsumer):
             parts.append(
                 render_to_string(
                     "dashboard/_session_list.html",
-                    {"summaries": selectors.overview(), "oob": True},
+                    {
+                        "summaries": selectors.overview(client=self.client),
+                        "client": self.client,
+                        "client_label": Client(self.client).label if self.client else "",
+                        "oob": True,
+                    },
                 )
             )
         else:
@@ -144,7 +170,7 @@ def _bearer_token(scope: dict[str, Any]) -> str | None:
     return parse_qs(scope.get("query_string", b"").decode()).get("token", [None])[0]
 
 
-class AgentConsumer(AsyncWebsocketConsumer):
+class AgentConsumer(Consumer):
     """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
 
     async def connect(self) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
 from dashboard.edge import AgentType, Cwd, Pk
-from dashboard.hook_schemas import ToolUseId
+from dashboard.integrations.claude_code.schemas import ToolUseId
 from planmode.schemas import PlanFilePath, PlanMarkdown
 from todos.schemas import TodoList
 

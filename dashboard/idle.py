@@ -55,7 +55,7 @@ def sessions_end_idle() -> Outcome[list[int]]:
             Session.objects.filter(pk__in=pks, ended_at__isnull=True).update(
                 ended_at=now, ended_quietly=True
             )
-    return Outcome(pks, Changes(sessions=set(pks)))
+    return Outcome(pks, Changes(sessions=set(pks), ended_sessions=set(pks)))
 
 
 def sweep_interval() -> float:

@@ -3,10 +3,12 @@
 The writer hands it the `Changes` of each committed write. Waiting agents (agent sockets, held
 hooks) are woken at once: those of this process directly (`dashboard.watch`), the others
 through the channel layer. What browsers show is rendered off the request path, in one render
-thread, coalesced per session: a session's changed cards, header, overview row and new history
-lines go out together at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes
-touched them, the first change of a quiet period at once and the last state always; the plan
-lists likewise. Each group gets one message per flush, rendered once for all its browsers.
+thread, coalesced: each agent's card, and each session's header and overview row, is rendered
+at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes touched it, the first
+change of a quiet period at once and the last state always; the plan lists likewise. New history
+lines go out with the next flush. Flushes are at least `FLUSH_GAP` apart, so a busy board gets
+what changed in one message rather than a message per write; each group gets one message per
+flush, rendered once for all its browsers.
 
 Everything crosses the channel layer, so one process or many behave alike. The channel layer
 may drop a message: clients resync from the database when they (re)connect.
@@ -197,6 +199,8 @@ class Due:
     created_sessions: set[int] = field(default_factory=set)
     revisions: list[int] = field(default_factory=list)
     enforcer_events: list[int] = field(default_factory=list)
+    # The sessions whose history the revisions and enforcer events add lines to.
+    history_sessions: set[int] = field(default_factory=set)
     plans: set[int] = field(default_factory=set)
     permission_requests: set[int] = field(default_factory=set)
     inbox_sessions: set[int] = field(default_factory=set)
@@ -218,6 +222,8 @@ class Due:
         self.created_sessions |= changes.created_sessions
         self.revisions += changes.revisions
         self.enforcer_events += changes.enforcer_events
+        if changes.revisions or changes.enforcer_events:
+            self.history_sessions |= changes.sessions | set(changes.agents.values())
         self.plans |= changes.plans
         self.permission_requests |= changes.permission_requests
         self.inbox_sessions |= changes.inbox_sessions
@@ -229,8 +235,14 @@ class Due:
         return bool(self.plans or self.permission_requests or self.inbox_sessions)
 
     def __bool__(self) -> bool:
-        # Every card and history line belongs to a session that is pending too.
-        return bool(self.sessions or self.inbox or self.annotated_plans)
+        return bool(
+            self.cards
+            or self.sessions
+            or self.revisions
+            or self.enforcer_events
+            or self.inbox
+            or self.annotated_plans
+        )
 
 
 _publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
@@ -259,6 +271,11 @@ def frame_seconds() -> float:
     return settings.AGENTBOARD_LIVE_FRAME_MS / 1000
 
 
+# The least time between two flushes (never more than the frame): what arrives meanwhile goes
+# out together, in one message per group.
+FLUSH_GAP = 0.05
+
+
 class Publisher:
     """Runs on one event loop (the server's); all its methods are called on that loop."""
 
@@ -268,6 +285,7 @@ class Publisher:
         # When each card ("card", pk), session ("session", pk) or the plan lists ("plans", 0)
         # was last rendered, in loop time.
         self.rendered_at: dict[tuple[str, int], float] = {}
+        self.flushed_at = float("-inf")
         self.timer: asyncio.TimerHandle | None = None
         self.flushing = False
         self.tasks: set[asyncio.Task] = set()
@@ -291,8 +309,10 @@ class Publisher:
         task.add_done_callback(self.tasks.discard)
 
     def _keys(self, due: Due) -> Iterable[tuple[str, int]]:
-        # A session's cards, header, overview row and history lines go out together.
+        yield from (("card", pk) for pk in due.cards)
         yield from (("session", pk) for pk in due.sessions)
+        if (due.revisions or due.enforcer_events) and not due.history_sessions:
+            yield ("history", 0)  # lines of no session's: the next flush takes them
         if due.plans or due.annotated_plans:
             yield ("plans", 0)
         if due.inbox:
@@ -300,7 +320,8 @@ class Publisher:
 
     def _ready_at(self, key: tuple[str, int]) -> float:
         last = self.rendered_at.get(key)
-        return float("-inf") if last is None else last + frame_seconds()
+        ready = float("-inf") if last is None else last + frame_seconds()
+        return max(ready, self.flushed_at + min(FLUSH_GAP, frame_seconds()))
 
     def _schedule(self) -> None:
         if self.flushing or not self.pending:
@@ -329,7 +350,7 @@ class Publisher:
                     pending.created_sessions.discard(pk)
                     due.created_sessions.add(pk)
         for pk, session_pk in list(pending.cards.items()):
-            if session_pk in due.sessions:
+            if self._ready_at(("card", pk)) <= now:
                 due.cards[pk] = session_pk
                 del pending.cards[pk]
                 if pk in pending.created_agents:
@@ -344,11 +365,17 @@ class Publisher:
                 set(),
             )
             due.inbox_sessions, pending.inbox_sessions = pending.inbox_sessions, set()
-        # History lines are new items, never coalesced away; each goes out with the next flush.
-        due.revisions, pending.revisions = pending.revisions, []
-        due.enforcer_events, pending.enforcer_events = pending.enforcer_events, []
+        # History lines are new items, never coalesced away: they go out with the next flush
+        # of their session's header or of one of its cards (what they tell shows with them).
+        flushed = due.sessions | set(due.cards.values())
+        if not pending.history_sessions or pending.history_sessions & flushed:
+            due.revisions, pending.revisions = pending.revisions, []
+            due.enforcer_events, pending.enforcer_events = pending.enforcer_events, []
+            due.history_sessions, pending.history_sessions = pending.history_sessions, set()
         for key in self._keys(due):
-            self.rendered_at[key] = now
+            if key[0] != "history":
+                self.rendered_at[key] = now
+        self.flushed_at = now
         return due
 
     async def _flush(self) -> None:
@@ -374,7 +401,8 @@ class Publisher:
 
 def groups_of(due: Due) -> set[str]:
     """Every group a flush of `due` could send to (review pages are found when rendering)."""
-    groups = {session_group(pk) for pk in due.sessions} | {OVERVIEW_GROUP}
+    sessions = due.sessions | set(due.cards.values()) | due.history_sessions
+    groups = {session_group(pk) for pk in sessions} | {OVERVIEW_GROUP}
     if due.plans:
         groups |= {HEADER_GROUP, PLANS_GROUP} | {session_group(pk) for pk in due.sessions}
     if due.inbox:
@@ -490,7 +518,8 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
     # Inserted one by one at the top, so the newest must come last.
     entries = (
         selectors.history_entries(revision_pks=due.revisions, event_pks=due.enforcer_events)
-        if any(shown(session_group(pk)) for pk in due.sessions)
+        if (due.revisions or due.enforcer_events)
+        and any(shown(session_group(pk)) for pk in due.history_sessions)
         else []
     )
     for entry in sorted(entries, key=lambda entry: entry.at):

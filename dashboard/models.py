@@ -19,6 +19,15 @@ class PermissionMode(models.TextChoices):
     BYPASS_PERMISSIONS = "bypassPermissions", "bypassPermissions"
 
 
+class Client(models.TextChoices):
+    """Which kind of agent reports a session: the board labels it and can filter by it."""
+
+    CLAUDE_CODE = "claude_code", "Claude Code"
+    OPENCODE = "opencode", "opencode"
+    CODEX = "codex", "Codex"
+    API = "api", "API"
+
+
 class Session(models.Model):
     """One agent session, e.g. one Claude Code conversation; created on first mention."""
 
@@ -26,6 +35,8 @@ class Session(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_sessions"
     )
+    # The agent that reports it; "api" until an integration (a hook, a plugin) says which.
+    client = models.CharField(max_length=20, choices=Client.choices, default=Client.API)
     cwd = models.CharField(max_length=1000, blank=True)
     # What the session is about: the first prompt, or else the title of its first plan.
     title = models.CharField(max_length=200, blank=True)
@@ -42,6 +53,9 @@ class Session(models.Model):
     ended_quietly = models.BooleanField(default=False)
     # The lead can switch the continuation enforcer off for one session from the board.
     enforcer_enabled = models.BooleanField(default=True)
+    # Another continuation enforcer that runs inside the agent (oh-my-opencode's), when its
+    # plugin said so: Agentboard then never continues the session itself.
+    other_enforcer = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["-last_seen_at"]

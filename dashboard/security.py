@@ -13,6 +13,9 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.http.request import is_same_domain, split_domain_port, validate_host
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.security import SecurityMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -145,5 +148,56 @@ def security_headers(get_response: Callable) -> Callable:
 
         def middleware(request: HttpRequest) -> HttpResponse:
             return _with_security_headers(request, get_response(request))
+
+    return middleware
+
+
+def on_the_loop(middleware_class: type) -> Callable[[Callable], Callable]:
+    """One of Django's middleware classes run on the event loop under async views.
+
+    Django runs such a middleware's `process_request` and `process_response` in a thread, two
+    hops per request each. For those that only read the request and set headers, with no
+    database or file in reach (security headers, common redirects, clickjacking), the hops are
+    pure cost. A class with other hooks (process_view, ...) keeps Django's own handling.
+    """
+    hooks = {"process_view", "process_exception", "process_template_response"}
+    assert not hooks & set(dir(middleware_class)), f"{middleware_class} has more hooks"
+
+    @sync_and_async_middleware
+    def factory(get_response: Callable) -> Callable:
+        instance = middleware_class(get_response)
+        if not iscoroutinefunction(get_response):
+            return instance
+        before = getattr(instance, "process_request", None)
+        after = getattr(instance, "process_response", None)
+
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            response = before(request) if before else None
+            if response is None:
+                response = await get_response(request)
+            return after(request, response) if after else response
+
+        return middleware
+
+    return factory
+
+
+django_common = on_the_loop(CommonMiddleware)
+django_clickjacking = on_the_loop(XFrameOptionsMiddleware)
+_django_security = on_the_loop(SecurityMiddleware)
+
+
+@sync_and_async_middleware
+def django_security(get_response: Callable) -> Callable:
+    """Django's SecurityMiddleware (HTTPS redirect, HSTS, nosniff, referrer and opener
+    policies) on the event loop; a Host outside ALLOWED_HOSTS gets 400, as pages do (where
+    CommonMiddleware checks it)."""
+    inner = _django_security(get_response)
+    if not iscoroutinefunction(get_response):
+        return inner
+
+    async def middleware(request: HttpRequest) -> HttpResponse:
+        request.get_host()  # DisallowedHost: 400
+        return await inner(request)
 
     return middleware

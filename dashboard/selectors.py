@@ -280,14 +280,18 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
 GROUP_ORDER = {"waiting": 0, "active": 1, "ended": 2}
 
 
-def overview(limit: int = OVERVIEW_LIMIT) -> list[SessionSummary]:
+def overview(limit: int = OVERVIEW_LIMIT, client: str = "") -> list[SessionSummary]:
     """What waits on the lead first (longest waiting first), then running sessions and then
-    ended ones, each newest activity first. A waiting session is listed however old it is."""
-    sessions = list(Session.objects.select_related("owner").order_by("-last_seen_at")[:limit])
+    ended ones, each newest activity first. A waiting session is listed however old it is.
+    `client` keeps only the sessions of one kind of agent."""
+    chosen = Session.objects.select_related("owner")
+    if client:
+        chosen = chosen.filter(client=client)
+    sessions = list(chosen.order_by("-last_seen_at")[:limit])
     listed = {session.pk for session in sessions}
     missing = [pk for pk in sessions_with_pending_plans() if pk not in listed]
     if missing:
-        sessions += Session.objects.select_related("owner").filter(pk__in=missing)
+        sessions += chosen.filter(pk__in=missing)
     summaries = session_summaries(sessions)
 
     def place(summary: SessionSummary) -> tuple:
@@ -362,12 +366,16 @@ def describe_revision(old: list[dict], new: list[dict]) -> list[str]:
 
 
 def history_entry(revision: TodoRevision) -> HistoryEntry:
+    source = revision.get_source_display()
+    if revision.source == TodoRevision.Source.HOOK:
+        # Hooks of any agent: named by the session's client (loaded with the revision).
+        source = f"{revision.agent.session.get_client_display()} hook"
     return HistoryEntry(
         dom_id=f"revision-{revision.pk}",
         at=revision.received_at,
         agent=revision.agent,
         text="; ".join(describe_revision(revision.old_todos, revision.new_todos)),
-        meta=f"rev {revision.number} · {revision.get_source_display()}",
+        meta=f"rev {revision.number} · {source}",
     )
 
 

@@ -60,6 +60,10 @@ REQUEST_TIMEOUT_RESPONSE = (
 )
 
 
+# How long a connection answered 408 may go on sending before it is cut off.
+LINGER_SECONDS = 2.0
+
+
 class ArrivalDeadlineChannel(http.HTTPChannel):
     """Twisted's HTTP/1.1 channel, with a deadline for each request to arrive whole."""
 
@@ -69,8 +73,12 @@ class ArrivalDeadlineChannel(http.HTTPChannel):
         # From the last byte of a request until its response is done: bytes that arrive then
         # are the next request, waiting its turn, not a slow one.
         self.answering = False
+        self.timed_out = False
+        self.linger: IDelayedCall | None = None
 
     def dataReceived(self, data: bytes) -> None:
+        if self.timed_out:
+            return  # the rest of a request already answered 408: read and drop it
         if data and self.arrival_deadline is None and not self.answering:
             self.arrival_deadline = self.callLater(
                 settings.AGENTBOARD_REQUEST_ARRIVAL_SECONDS, self._too_slow
@@ -88,14 +96,21 @@ class ArrivalDeadlineChannel(http.HTTPChannel):
 
     def connectionLost(self, reason: object) -> None:
         self._cancel_deadline()
+        if self.linger is not None and self.linger.active():
+            self.linger.cancel()
         super().connectionLost(reason)
 
     def _too_slow(self) -> None:
         self.arrival_deadline = None
-        if self.transport is not None and not self.answering:
-            self.transport.write(REQUEST_TIMEOUT_RESPONSE)
-            # Twisted's own timeout path: close, and abort a client that stops reading.
-            self.timeoutConnection()
+        if self.transport is None or self.answering:
+            return
+        self.timed_out = True
+        self.transport.write(REQUEST_TIMEOUT_RESPONSE)
+        # Close only our side, and keep reading (and dropping) what the client still sends
+        # until it closes too. Closing both sides with its bytes unread would answer them with
+        # a TCP reset, which can wipe the 408 from the client's buffer before it reads it.
+        self.transport.loseWriteConnection()
+        self.linger = self.callLater(LINGER_SECONDS, self.transport.abortConnection)
 
     def _cancel_deadline(self) -> None:
         if self.arrival_deadline is not None and self.arrival_deadline.active():
@@ -112,6 +127,7 @@ class AgentboardServer(Server):
         # they are bounded once the reactor runs, before it accepts the first connection.
         reactor.callWhenRunning(self._bound)
         reactor.callWhenRunning(self._sweep_idle_sessions)
+        reactor.callWhenRunning(self._deliver_notifications)
         super().run()
 
     def _bound(self) -> None:
@@ -123,6 +139,11 @@ class AgentboardServer(Server):
 
         # Kept on the server: the event loop holds only a weak reference to its tasks.
         self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())
+
+    def _deliver_notifications(self) -> None:
+        from dashboard.notifications.worker import deliver_forever
+
+        self.notifier = asyncio.get_event_loop().create_task(deliver_forever())
 
     def listen_success(self, port: Any) -> None:
         self.ports.append(port)
@@ -153,6 +174,8 @@ class AgentboardServer(Server):
         deadline = loop.time() + settings.AGENTBOARD_STOP_GRACE_SECONDS
         watch_for(loop).stop()
         self.idle_sweep.cancel()
+        # Deliveries being sent are freed for another process (or the next start) to send.
+        self.notifier.cancel()
         for protocol in list(self.connections):
             if isinstance(protocol, WebSocketProtocol):
                 # sendClose() refuses 1012 from an application; the frame is valid. Browsers (htmx)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from dashboard.changes import Changes
 from dashboard.edge import column_length
 from dashboard.errors import ServiceError
-from dashboard.models import Agent, AgentToken, Session, hash_token
+from dashboard.models import Agent, AgentToken, Client, Session, hash_token
 
 M = TypeVar("M", bound=models.Model)
 
@@ -203,6 +203,7 @@ def agent_resolve_for_update(
     agent_id: str,
     agent_type: str = "",
     cwd: str = "",
+    client: str = "",
 ) -> ResolvedAgent:
     """The agent row, created with its session on first mention and locked for this transaction.
 
@@ -214,12 +215,13 @@ def agent_resolve_for_update(
     if known is not None and known[1] == owner.pk:
         agent = _locked_agent(known[0])
         if agent is not None:
-            _fill_in(agent, agent_type=agent_type, cwd=cwd)
+            _fill_in(agent, agent_type=agent_type, cwd=cwd, client=client)
             return ResolvedAgent(agent=agent, agent_created=False, session_created=False)
         _known_agents.pop((session_id, agent_id), None)
     now = timezone.now()
     session, session_created = Session.objects.get_or_create(
-        session_id=session_id, defaults={"owner": owner, "cwd": cwd, "started_at": now}
+        session_id=session_id,
+        defaults={"owner": owner, "cwd": cwd, "client": client or Client.API, "started_at": now},
     )
     if session.owner_id != owner.pk:
         raise ServiceError(
@@ -242,12 +244,16 @@ def agent_resolve_for_update(
     if len(_known_agents) >= KNOWN_AGENTS_SIZE:
         _known_agents.clear()
     _known_agents[(session_id, agent_id)] = (agent.pk, owner.pk)
-    _fill_in(agent, agent_type=agent_type, cwd=cwd)
+    _fill_in(agent, agent_type=agent_type, cwd=cwd, client=client)
     return ResolvedAgent(agent=agent, agent_created=agent_created, session_created=session_created)
 
 
-def _fill_in(agent: Agent, *, agent_type: str, cwd: str) -> None:
-    """The first report of an agent's type or a session's folder sticks."""
+def _fill_in(agent: Agent, *, agent_type: str, cwd: str, client: str = "") -> None:
+    """The first report of an agent's type or a session's folder sticks; so does the first
+    integration that names the session's client (a session first seen through the API)."""
+    if client and client != Client.API and agent.session.client == Client.API:
+        agent.session.client = client
+        agent.unsaved_identity = True
     if agent_type and not agent.agent_type:
         agent.agent_type = agent_type
         agent.unsaved_identity = True
@@ -302,7 +308,7 @@ def agent_touch(*, agent: Agent, coarse: bool = False, ending: bool = False) -> 
         return
     agent.last_seen_at = now
     session.last_seen_at = now
-    fields = ["last_seen_at", "cwd", "title", "branch"]
+    fields = ["last_seen_at", "cwd", "title", "branch", "client"]
     if revive:
         session.ended_at, session.ended_quietly = None, False
         fields += ["ended_at", "ended_quietly"]

@@ -132,22 +132,35 @@ INSTALLED_APPS = [
     "dashboard",
     "todos",
     "planmode",
+    "dashboard.notifications",
 ]
 
+# Django's middleware that only sets headers runs on the event loop under async views
+# (`dashboard.security.on_the_loop`); the rest as Django runs it. `check --deploy` looks for
+# SecurityMiddleware and XFrameOptionsMiddleware by name: they are here, wrapped
+# (tests/dashboard/test_security.py checks their headers).
+SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002"]
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "dashboard.security.django_security",
     "servestatic.middleware.ServeStaticMiddleware",
     # After the static files (they keep their own caching), before the session and CSRF
     # middleware (so it sees their cookies).
     "dashboard.security.security_headers",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "dashboard.security.django_common",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.security.django_clickjacking",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
+]
+
+# The agent endpoints (`/hooks/`, `/api/v1/`) authenticate with bearer tokens and need none of
+# the browser's middleware (`dashboard.asgi.AgentHandler`).
+AGENTBOARD_AGENT_MIDDLEWARE = [
+    "dashboard.security.django_security",
+    "dashboard.security.security_headers",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -311,6 +324,9 @@ LOGGING = {
         "django.channels.server": {"level": "WARNING"},
         # Failed logins and lockouts are warnings; the rest of what axes says is noise.
         "axes": {"level": "WARNING"},
+        # httpx logs every request's full URL at INFO: webhook URLs and push endpoints are secrets.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }
 
@@ -368,3 +384,25 @@ if AGENTBOARD_MAX_TODOS < 1:
 AGENTBOARD_REQUEST_ARRIVAL_SECONDS = envfloat("AGENTBOARD_REQUEST_ARRIVAL_SECONDS", 20.0)
 if AGENTBOARD_REQUEST_ARRIVAL_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_REQUEST_ARRIVAL_SECONDS must be a positive number.")
+
+# Notifications (webhooks, Web Push): a failed delivery is tried again after this many seconds,
+# doubled after each failure, until AGENTBOARD_NOTIFY_MAX_ATTEMPTS; the worker looks for due
+# deliveries at least every AGENTBOARD_NOTIFY_POLL_SECONDS (at once after a commit of its own).
+AGENTBOARD_NOTIFY_RETRY_SECONDS = envfloat("AGENTBOARD_NOTIFY_RETRY_SECONDS", 10.0)
+AGENTBOARD_NOTIFY_MAX_ATTEMPTS = envint("AGENTBOARD_NOTIFY_MAX_ATTEMPTS", 8)
+AGENTBOARD_NOTIFY_POLL_SECONDS = envfloat("AGENTBOARD_NOTIFY_POLL_SECONDS", 2.0)
+# A worker's claim on a delivery: longer than a send can take (connect 5 s, answer 10 s). A
+# process killed mid-send leaves its claims to the others (or its restart) after this long.
+AGENTBOARD_NOTIFY_LEASE_SECONDS = envfloat("AGENTBOARD_NOTIFY_LEASE_SECONDS", 60.0)
+if min(AGENTBOARD_NOTIFY_RETRY_SECONDS, AGENTBOARD_NOTIFY_POLL_SECONDS) <= 0:
+    raise ImproperlyConfigured(
+        "AGENTBOARD_NOTIFY_RETRY_SECONDS and AGENTBOARD_NOTIFY_POLL_SECONDS must be positive."
+    )
+if AGENTBOARD_NOTIFY_MAX_ATTEMPTS < 1:
+    raise ImproperlyConfigured("AGENTBOARD_NOTIFY_MAX_ATTEMPTS must be 1 or more.")
+# Webhooks and push endpoints on loopback, private or link-local addresses are refused unless
+# this is on (a chat server inside the team's network; tests).
+AGENTBOARD_WEBHOOK_ALLOW_PRIVATE = envbool("AGENTBOARD_WEBHOOK_ALLOW_PRIVATE", False)
+# Who push services may contact about this server's messages (VAPID "sub"): a mailto: or https:
+# address; defaults to AGENTBOARD_PUBLIC_URL.
+AGENTBOARD_VAPID_SUBJECT = os.environ.get("AGENTBOARD_VAPID_SUBJECT", "")

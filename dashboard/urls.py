@@ -4,8 +4,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard import api_docs, hooks, views
+from dashboard import api_docs, views
 from dashboard.api import api
+from dashboard.integrations.claude_code import hooks as claude_code
+from dashboard.integrations.codex.hooks import codex_hook
+from dashboard.integrations.opencode.views import opencode_hook
+from dashboard.notifications import views as notify_views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -18,11 +22,18 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", views.PasswordChange.as_view(), name="password-change"),
     path("settings/", views.user_settings, name="settings"),
+    path("settings/notifications/", include("dashboard.notifications.urls")),
+    path("sw.js", notify_views.service_worker, name="service-worker"),
+    path("manifest.webmanifest", notify_views.manifest, name="manifest"),
     path("settings/tokens/", views.token_create, name="token-create"),
     path("settings/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
     path("admin/", admin.site.urls),
     path("api/v1/docs", api_docs.api_docs, name="api-docs"),
+    # The same liveness answer on the agents' path (`dashboard.asgi.AgentHandler`).
+    path("api/v1/healthz", views.healthz, name="agent-healthz"),
     path("api/v1/", api.urls),
     path("healthz", views.healthz, name="healthz"),
-    path("hooks/claude-code", hooks.claude_code_hook, name="claude-code-hook"),
+    path("hooks/claude-code", claude_code.claude_code_hook, name="claude-code-hook"),
+    path("hooks/codex", codex_hook, name="codex-hook"),
+    path("hooks/opencode", opencode_hook, name="opencode-hook"),
 ]

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
@@ -16,7 +16,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from dashboard import selectors
-from dashboard.models import AgentToken, Session
+from dashboard.models import AgentToken, Client, Session
+from dashboard.notifications.views import settings_context as notification_settings
 from dashboard.writer import write
 from todos import enforcer
 from todos.models import Continuation
@@ -51,7 +52,19 @@ def _duration(length: timedelta) -> str:
 
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/overview.html", {"summaries": selectors.overview()})
+    client = request.GET.get("client", "")
+    if client and client not in Client.values:
+        raise BadRequest(
+            f"There is no agent kind {client!r}; pick one of {', '.join(Client.values)}."
+        )
+    context = {
+        "summaries": selectors.overview(client=client),
+        "client": client,
+        "client_label": Client(client).label if client else "",
+        "kinds": [{"value": "", "label": "All kinds"}]
+        + [{"value": value, "label": label} for value, label in Client.choices],
+    }
+    return render(request, "dashboard/overview.html", context)
 
 
 @login_required
@@ -107,7 +120,7 @@ async def session_enforcer(request: HttpRequest, session_id: str) -> HttpRespons
 TOKEN_LABEL_LENGTH = AgentToken._meta.get_field("label").max_length
 
 
-def _settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
+def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
     context = {
         "tokens": AgentToken.objects.filter(owner=request.user).order_by(
             "revoked_at", "-created_at"
@@ -116,6 +129,7 @@ def _settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
         "hook_wait": _duration(timedelta(seconds=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)),
         "enforcer_enabled": settings.AGENTBOARD_ENFORCER_ENABLED,
         "countdown": settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
+        **notification_settings(request.user),
         **extra,
     }
     return render(request, "dashboard/settings.html", context)
@@ -124,7 +138,7 @@ def _settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
 @login_required
 def user_settings(request: HttpRequest) -> HttpResponse:
     """The account, its agent tokens, notifications in this browser, and the server's rules."""
-    return _settings_page(request)
+    return settings_page(request)
 
 
 @login_required
@@ -133,7 +147,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
     """A new agent token, shown once on the page this answers with (never stored raw)."""
     label = request.POST.get("label", "").strip()[:TOKEN_LABEL_LENGTH]
     token, raw = AgentToken.issue(owner=request.user, label=label)
-    return _settings_page(request, new_token=raw, new_token_label=token.label)
+    return settings_page(request, new_token=raw, new_token_label=token.label)
 
 
 @login_required

@@ -59,8 +59,8 @@ async def wait_for_decision(pk: int, timeout: float, kind: str = PLAN) -> dict[s
     watch = watch_for(loop)
     # Subscribe before reading: a decision committed in between is then either in what is
     # read or on its way, never lost.
-    await watch.add(pk, waiter, kind)
     try:
+        await watch.add(pk, waiter, kind)
         state = await live.read(_state_now, kind, pk)
         if state is None or state["status"] != "pending":
             return state

@@ -71,7 +71,9 @@ class Watch:
         self.waiting.setdefault(key, set()).add(waiter)
         channel = await self._own_channel()
         if first:
-            await get_channel_layer().group_add(decision_group(key), channel)
+            # Shielded: a request cancelled meanwhile must hear it at once, and the Redis
+            # client must not be interrupted halfway through a command.
+            await asyncio.shield(get_channel_layer().group_add(decision_group(key), channel))
         if self._listener is None or self._listener.done():
             self._listener = self.loop.create_task(self._listen(channel))
         if self._sweeper is None or self._sweeper.done():

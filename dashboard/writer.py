@@ -27,6 +27,7 @@ from django.db import DatabaseError, connection, transaction
 
 from dashboard.changes import Changes
 from dashboard.errors import ServiceError
+from dashboard.notifications import outbox
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,10 @@ class Writer:
                         continue
                     try:
                         with transaction.atomic():
-                            outcomes.append((job, job.func(**job.kwargs), None))
+                            result = job.func(**job.kwargs)
+                            # Its notifications commit with it (nothing to do: no query).
+                            outbox.enqueue(changes_of(result))
+                            outcomes.append((job, result, None))
                     except Exception as error:
                         outcomes.append((job, None, error))
         except DatabaseError:

@@ -140,6 +140,8 @@ def plan_submit(
     source: str,
     idempotency_key: str | None = None,
     agent_type: str = "",
+    cwd: str = "",
+    client: str = "",
 ) -> PlanChange:
     """A new pending plan revision from an agent (ExitPlanMode); the session goes to plan mode.
 
@@ -150,7 +152,12 @@ def plan_submit(
     request_hash = _request_hash(plan, plan_file_path)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
-            owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type
+            owner=owner,
+            session_id=session_id,
+            agent_id=agent_id,
+            agent_type=agent_type,
+            cwd=cwd,
+            client=client,
         )
         agent = resolved.agent
         earlier = idempotent_replay(

@@ -497,6 +497,27 @@ def session_enforcer_switch(*, session: Session, enabled: bool, by: str) -> Chan
     return changes
 
 
+def other_enforcer_found(*, agent: Agent, name: str) -> Changes:
+    """The agent's own continuation enforcer (e.g. oh-my-opencode's) runs in this session:
+    Agentboard stops any countdown of its own there and never starts another, and says so."""
+    with transaction.atomic(savepoint=False):
+        session = agent.session
+        if session.other_enforcer == name:
+            return Changes()
+        session.other_enforcer = name
+        Session.objects.filter(pk=session.pk).update(other_enforcer=name)
+        event = _record(
+            agent,
+            EnforcerEvent.Kind.CONTINUATION,
+            f"{name}'s own enforcer runs in this session, so Agentboard will not continue it.",
+        )
+        changes = _changed(agent, [event])
+        changes.sessions.add(session.pk)
+        for other in session.agents.all():
+            changes.merge(_cancel_counting(other, reason=f"{name}'s own enforcer runs here"))
+    return changes
+
+
 # --- the continuation enforcer ------------------------------------------------------------------
 
 
@@ -536,6 +557,9 @@ def _skip_reason(
         return "the enforcer is switched off on this server"
     if not session.enforcer_enabled:
         return "the enforcer is switched off for this session"
+    if session.other_enforcer:
+        # Two enforcers must never both continue an agent: the one inside it goes first.
+        return f"{session.other_enforcer}'s own enforcer looks after this session"
     if not unfinished:
         return "every task is done" if items else "there is no todo list"
     if session.permission_mode == PermissionMode.PLAN:
@@ -591,6 +615,7 @@ def continuation_begin(
                 + timedelta(seconds=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS),
             )
             changes.inbox_sessions.add(agent.session_id)
+            changes.begun_continuations.add(continuation.pk)
         else:
             continuation = Continuation.objects.create(
                 agent=agent,
@@ -604,6 +629,9 @@ def continuation_begin(
                 events.append(
                     _record(agent, EnforcerEvent.Kind.CONTINUATION, f"Let it stop: {reason}.")
                 )
+                changes.stopped_unfinished.add(continuation.pk)
+                # The header's count is re-rendered: open pages look for what now waits.
+                changes.inbox_sessions.add(agent.session_id)
         tracking.save()
     return ContinuationChange(continuation, changes.merge(_changed(agent, events)))
 

@@ -205,6 +205,7 @@ def todo_list_replace(
     idempotency_key: str | None = None,
     agent_type: str = "",
     cwd: str = "",
+    client: str = "",
     received_at: datetime | None = None,
     enforce_plan_mode: bool = True,
 ) -> TodoWriteResult:
@@ -219,7 +220,12 @@ def todo_list_replace(
     request_hash = _request_hash(new_items)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
-            owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
+            owner=owner,
+            session_id=session_id,
+            agent_id=agent_id,
+            agent_type=agent_type,
+            cwd=cwd,
+            client=client,
         )
         earlier = idempotent_replay(
             resolved.agent.revisions.all(),

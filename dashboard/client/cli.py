@@ -1,4 +1,5 @@
-"""The `agentboard` command: `agentboard hook` and `agentboard install-hooks`."""
+"""The `agentboard` command: `hook` and `install-hooks` for Claude Code, `codex-hook` and
+`install-codex` for Codex CLI, `install-opencode` for opencode."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from dashboard.client import codex
 from dashboard.client.hook import HookConfig, run_hook
 from dashboard.client.install import (
     TOKEN_VARIABLE,
@@ -15,19 +17,41 @@ from dashboard.client.install import (
     install_hooks,
     settings_path,
 )
+from dashboard.integrations.opencode.install import InstallError, install_plugin, plugin_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "hook":
+    if args.command in {"hook", "codex-hook"}:
         return _hook(args)
+    if args.command == "install-codex":
+        return _install_codex(args, parser)
+    if args.command == "install-opencode":
+        return _install_opencode(args)
     return _install_hooks(args, parser)
+
+
+def _hook_arguments(hook: argparse.ArgumentParser, *, wait_help: str) -> None:
+    """What every hook command takes: the server, and how long to wait for it and for a person."""
+    hook.add_argument("--url", default=os.environ.get("AGENTBOARD_URL", ""))
+    hook.add_argument(
+        "--timeout",
+        type=float,
+        default=_env_float("AGENTBOARD_HOOK_TIMEOUT", 10.0),
+        help="Seconds to wait for the server on ordinary hooks (default 10).",
+    )
+    hook.add_argument(
+        "--plan-wait",
+        type=float,
+        default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
+        help=wait_help,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agentboard", description="Connect Claude Code to an Agentboard server."
+        prog="agentboard", description="Connect Claude Code or Codex CLI to an Agentboard server."
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -41,18 +65,9 @@ def _parser() -> argparse.ArgumentParser:
             "are reported on stderr with exit code 0."
         ),
     )
-    hook.add_argument("--url", default=os.environ.get("AGENTBOARD_URL", ""))
-    hook.add_argument(
-        "--timeout",
-        type=float,
-        default=_env_float("AGENTBOARD_HOOK_TIMEOUT", 10.0),
-        help="Seconds to wait for the server on ordinary hooks (default 10).",
-    )
-    hook.add_argument(
-        "--plan-wait",
-        type=float,
-        default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
-        help=(
+    _hook_arguments(
+        hook,
+        wait_help=(
             "Seconds to wait for a decision on a plan or, with install-hooks --approvals, on "
             "any permission request (default 540)."
         ),
@@ -102,7 +117,105 @@ def _parser() -> argparse.ArgumentParser:
             "2.1.233+ offers TodoWrite and the Task tools only with it); removes it if set."
         ),
     )
+    _codex_commands(commands)
+    opencode = commands.add_parser(
+        "install-opencode",
+        help="Add the Agentboard plugin to opencode.",
+        description=(
+            "Copies the Agentboard plugin into .opencode/plugin/ (or, with --user, into "
+            "~/.config/opencode/plugin/). opencode then reports to the server named by "
+            f"AGENTBOARD_URL with the token in {TOKEN_VARIABLE}."
+        ),
+    )
+    where = opencode.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project", metavar="DIR", help="The project to add the plugin to (default: here)."
+    )
+    where.add_argument("--user", action="store_true", help="Add it for every project of this user.")
+    opencode.add_argument("--remove", action="store_true", help="Remove the plugin again.")
     return parser
+
+
+def _codex_commands(commands: argparse._SubParsersAction) -> None:
+    hook = commands.add_parser(
+        "codex-hook",
+        help="Forward one Codex CLI hook input (stdin) and print the answer (stdout).",
+        description=(
+            "Reads one Codex hook input from stdin, sends it to Agentboard and prints the "
+            f"answer. The server comes from --url or AGENTBOARD_URL, the token from "
+            f"{TOKEN_VARIABLE}. Never fails the agent: problems go to stderr, exit code 0."
+        ),
+    )
+    _hook_arguments(
+        hook, wait_help="Seconds to wait for a decision on a permission request (default 540)."
+    )
+
+    install = commands.add_parser(
+        "install-codex",
+        help="Add Agentboard's hooks to Codex CLI's hooks.json.",
+        description=(
+            "Merges Agentboard's command hooks into hooks.json in $CODEX_HOME (default "
+            "~/.codex) or a project's .codex/, keeping everything already there, and switches "
+            "on Codex's update_plan checklist tool in config.toml. Copies of changed files "
+            "are kept as .bak."
+        ),
+    )
+    install.add_argument("--url", help="The Agentboard server, e.g. http://127.0.0.1:8000.")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project", metavar="DIR", help="Change DIR/.codex/ (Codex loads it in trusted projects)."
+    )
+    where.add_argument(
+        "--user", action="store_true", help="Change $CODEX_HOME or ~/.codex (the default)."
+    )
+    install.add_argument(
+        "--remove", action="store_true", help="Remove what install-codex added, nothing else."
+    )
+    install.add_argument(
+        "--approvals",
+        action="store_true",
+        help=(
+            "Send Codex's permission requests to the board's inbox and hold them there; Codex "
+            "asks in its terminal when nobody decides in time."
+        ),
+    )
+    install.add_argument(
+        "--no-plan-tool",
+        dest="plan_tool",
+        action="store_false",
+        help="Leave config.toml alone (Codex 0.169.0 offers update_plan only when enabled).",
+    )
+
+
+def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    url = None
+    if not args.remove:
+        url = _server_url(args.url or "")
+        if url is None:
+            parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
+    home = codex.codex_home(project=args.project)
+    try:
+        outcome = codex.install_codex(
+            home, url=url, remove=args.remove, approvals=args.approvals, plan_tool=args.plan_tool
+        )
+    except (SettingsError, OSError) as error:
+        print(f"agentboard: {error}", file=sys.stderr)
+        return 1
+    if not outcome.changed:
+        print(
+            f"{home} already has {'no ' if args.remove else ''}Agentboard hooks; nothing changed."
+        )
+        return 0
+    for path in outcome.changed:
+        print(f"{'Removed Agentboard from' if args.remove else 'Updated'} {path}.")
+    if not args.remove:
+        print(
+            "Codex asks you to trust new hooks: start codex and choose to trust them (or review "
+            "them with /hooks). Until then they do not run."
+        )
+        if not os.environ.get(TOKEN_VARIABLE):
+            print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Codex.")
+    return 0
 
 
 def _env_float(name: str, default: float) -> float:
@@ -136,6 +249,8 @@ def _hook(args: argparse.Namespace) -> int:
         )
         return 0
     config = HookConfig(url=url, token=token, timeout=args.timeout, plan_wait=args.plan_wait)
+    if args.command == "codex-hook":
+        return codex.run_codex_hook(config, sys.stdin, sys.stdout, sys.stderr)
     return run_hook(config, sys.stdin, sys.stdout, sys.stderr)
 
 
@@ -169,4 +284,25 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         print(f"The previous version is in {outcome.backup}.")
     if not args.remove and not os.environ.get(TOKEN_VARIABLE):
         print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Claude Code.")
+    return 0
+
+
+def _install_opencode(args: argparse.Namespace) -> int:
+    try:
+        outcome = install_plugin(
+            plugin_dir(project=args.project, user=args.user), remove=args.remove
+        )
+    except (InstallError, OSError) as error:
+        print(f"agentboard: {error}", file=sys.stderr)
+        return 1
+    if not outcome.changed:
+        print(f"{outcome.path} is {'absent' if args.remove else 'up to date'}; nothing changed.")
+        return 0
+    print(f"{'Removed' if args.remove else 'Installed'} {outcome.path}.")
+    configured = os.environ.get("AGENTBOARD_URL") and os.environ.get(TOKEN_VARIABLE)
+    if not args.remove and not configured:
+        print(
+            f"Set AGENTBOARD_URL (e.g. http://127.0.0.1:8000) and {TOKEN_VARIABLE} in the shell "
+            "that starts opencode."
+        )
     return 0

@@ -161,10 +161,12 @@ def with_git_branch(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "git_branch": branch} if branch else payload
 
 
-def forward(config: HookConfig, payload: Mapping[str, Any]) -> dict[str, Any]:
+def forward(
+    config: HookConfig, payload: Mapping[str, Any], path: str = HOOK_PATH
+) -> dict[str, Any]:
     """POST the input to the hook endpoint, exactly as a native HTTP hook would."""
     request = urllib.request.Request(
-        config.url + HOOK_PATH,
+        config.url + path,
         data=json.dumps(payload).encode(),
         method="POST",
         headers={"Authorization": f"Bearer {config.token}", "Content-Type": "application/json"},

@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,33 @@ def is_ours(handler: Any) -> bool:
     return False
 
 
+def drop_handlers(hooks: object, *, ours: Callable[[Any], bool], file: str) -> None:
+    """Take the handlers `ours` recognises out of a hooks object (`{event: [{hooks: [...]}]}`,
+    the shape Claude Code and Codex share), in place; a group or event left empty goes too.
+    Anything else stays as it was."""
+    if not isinstance(hooks, dict):
+        raise SettingsError(f"'hooks' in the {file} is not an object; fix it by hand first.")
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            raise SettingsError(
+                f"'hooks.{event}' in the {file} is not a list; fix it by hand first."
+            )
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not any(ours(h) for h in handlers):
+                kept.append(group)
+                continue
+            others = [h for h in handlers if not ours(h)]
+            if others:
+                kept.append({**group, "hooks": others})
+        if kept:
+            hooks[event] = kept
+        elif groups:
+            del hooks[event]
+
+
 def merge_hooks(
     settings: dict[str, Any],
     *,
@@ -116,27 +144,7 @@ def merge_hooks(
     tool's permission request goes to the board's inbox, not only plans."""
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise SettingsError("'hooks' in the settings file is not an object; fix it by hand first.")
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            raise SettingsError(
-                f"'hooks.{event}' in the settings file is not a list; fix it by hand first."
-            )
-        kept_groups = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list) or not any(is_ours(h) for h in handlers):
-                kept_groups.append(group)
-                continue
-            others = [h for h in handlers if not is_ours(h)]
-            if others:
-                kept_groups.append({**group, "hooks": others})
-        if kept_groups:
-            hooks[event] = kept_groups
-        elif groups:
-            del hooks[event]
+    drop_handlers(hooks, ours=is_ours, file="settings file")
     if not remove:
         if not url:
             raise SettingsError("Give the server's address with --url.")

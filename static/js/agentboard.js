@@ -88,12 +88,16 @@
     var search = document.getElementById("session-search");
     var text = search ? search.value.trim().toLowerCase() : "";
     var rows = document.querySelectorAll(".session-row");
+    var listed = document.getElementById("session-list");
+    var kind = listed ? listed.dataset.client : "";
     var shown = 0;
     rows.forEach(function (row) {
       var waiting = row.dataset.waiting === "true";
       var show = filter === "all" || (filter === "active" && (row.dataset.active === "true" || waiting)) ||
         (filter === "waiting" && waiting);
       if (text && row.dataset.search.indexOf(text) === -1) show = false;
+      // A row of another kind of agent, arriving live on a page filtered by kind (?client=).
+      if (kind && row.dataset.client !== kind) show = false;
       row.hidden = !show;
       if (show) shown += 1;
     });

@@ -1,5 +1,5 @@
-/* Agentboard plan review: keyboard shortcuts on the queue and review pages,
-   and opt-in desktop notifications when a plan arrives. All markup comes from the server. */
+/* Agentboard plan review: keyboard shortcuts on the queue and review pages (desktop
+   notifications are in notify.js). All markup comes from the server. */
 (function () {
   "use strict";
 
@@ -58,55 +58,5 @@
     if (!form) return;
     if (form.dataset.sent) { event.preventDefault(); return; }
     form.dataset.sent = "1";
-  });
-
-  /* Desktop notifications: only after the reviewer switched them on (which asks the browser). */
-  var NOTIFY = "agentboard.notify";
-  var lastCount = null;
-  function notifyOn() {
-    try { return localStorage.getItem(NOTIFY) === "on" && Notification.permission === "granted"; } catch (e) { return false; }
-  }
-  function showToggle() {
-    var button = document.querySelector("[data-notify-toggle]");
-    if (!button || !("Notification" in window)) return;
-    var unsupported = document.querySelector("[data-notify-unsupported]");
-    if (unsupported) unsupported.hidden = true;
-    button.hidden = false;
-    button.setAttribute("aria-pressed", String(notifyOn()));
-    button.textContent = "Desktop notifications: " + (notifyOn() ? "on" : "off");
-  }
-  document.addEventListener("click", function (event) {
-    var button = event.target.closest("[data-notify-toggle]");
-    if (!button) return;
-    if (notifyOn()) {
-      try { localStorage.removeItem(NOTIFY); } catch (e) { /* not remembered */ }
-      showToggle();
-      return;
-    }
-    Notification.requestPermission().then(function (permission) {
-      if (permission === "granted") {
-        try { localStorage.setItem(NOTIFY, "on"); } catch (e) { /* not remembered */ }
-      }
-      showToggle();
-    });
-  });
-  function countWaiting() {
-    var el = document.getElementById("plans-waiting");
-    return el ? parseInt(el.dataset.count || "0", 10) : 0;
-  }
-  document.addEventListener("htmx:load", function (event) {
-    if (event.target.id !== "plans-waiting") return;
-    var count = countWaiting();
-    if (lastCount !== null && count > lastCount && notifyOn()) {
-      new Notification("Agentboard", {
-        body: count + (count === 1 ? " plan is" : " plans are") + " waiting for your decision.",
-        tag: "agentboard-plans",
-      });
-    }
-    lastCount = count;
-  });
-  document.addEventListener("DOMContentLoaded", function () {
-    lastCount = countWaiting();
-    showToggle();
   });
 })();

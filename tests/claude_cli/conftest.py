@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.claude_cli.install import VERSIONS, InstallFailed, install
+from tests.claude_cli.install import CLI, VERSIONS
 from tests.claude_cli.model_server import ModelServer, ToolResult, Turn
 from tests.liveserver import ROOT, LiveServer
 
@@ -68,20 +68,10 @@ class ClaudeCode:
     path: Path
 
 
-_installs: dict[str, Path | str] = {}
-
-
 @pytest.fixture(params=VERSIONS, ids=[f"claude-{v}" for v in VERSIONS])
 def claude_code(request) -> ClaudeCode:
     version = request.param
-    if version not in _installs:
-        try:
-            _installs[version] = install(version)
-        except InstallFailed as error:
-            _installs[version] = str(error)
-    found = _installs[version]
-    if isinstance(found, str):
-        pytest.skip(f"Claude Code {version} is not available: {found}")
+    found = CLI.path_or_skip(version)
     return ClaudeCode(version=version, path=found)
 
 

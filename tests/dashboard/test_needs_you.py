@@ -3,6 +3,7 @@ agent's card, the tab title; and every row says which session it is."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -53,7 +54,8 @@ def test_a_session_waiting_on_a_plan_is_pinned_above_the_rest_with_how_long_it_w
 
     assert [row.find(cls="project").text() for row in rows] == ["sess-old", "sess-new", "sess-mid"]
     status = rows[0].find(cls="row-status")
-    assert "Plan waiting 0 s" in status.text()
+    # Submitted a moment ago (a second on a busy machine).
+    assert re.search(r"Plan waiting [01] s", status.text())
     assert status.find(cls="plan-name").text() == "Cursor pagination for orders"
     assert rows[0].find("a", cls="needs-you").attrs["href"].startswith("/plans/")
     assert rows[0].attrs["data-group"] == "waiting"

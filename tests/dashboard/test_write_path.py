@@ -18,8 +18,8 @@ from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 
 from dashboard import live
-from dashboard.hook_schemas import HookInput
-from dashboard.hooks import _record_and_enforce
+from dashboard.integrations.claude_code.hooks import record_and_enforce
+from dashboard.integrations.claude_code.schemas import HookInput
 from tests.conftest import todo, write_todos, write_todos_live
 from todos.models import TodoRevision
 
@@ -42,10 +42,10 @@ def test_a_tool_use_of_a_known_agent_costs_two_queries(user):
     write_todos(user, SESSION, SESSION, [todo("Read the code", "in_progress")])
     for n in range(2):  # warm: the agent is known and touched this second
         with transaction.atomic():
-            _record_and_enforce(owner=user, hook=HookInput(**step_hook(n)), payload=step_hook(n))
+            record_and_enforce(owner=user, hook=HookInput(**step_hook(n)), payload=step_hook(n))
 
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        _record_and_enforce(owner=user, hook=HookInput(**step_hook(9)), payload=step_hook(9))
+        record_and_enforce(owner=user, hook=HookInput(**step_hook(9)), payload=step_hook(9))
 
     # Read (and lock) the agent, its session, its counters and any countdown; count the step.
     # BEGIN and COMMIT are the writer's, once per batch of many writes.
@@ -121,6 +121,22 @@ async def test_a_burst_of_writes_for_one_agent_renders_its_card_once_per_frame(
     assert "Step 20" in messages[-1]["html"]
     revisions = await TodoRevision.objects.filter(agent__session__session_id=SESSION).acount()
     assert revisions == 21  # every write was stored; only the rendering was coalesced
+
+
+async def test_a_write_of_another_agent_in_the_session_shows_without_waiting_for_the_frame(
+    user, settings, watched_session
+):
+    settings.AGENTBOARD_LIVE_FRAME_MS = 5000
+    layer, board = await watched_session()  # the main agent's card was just rendered
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    await write_todos_live(user, SESSION, "subagent-1", [todo("Explore the API", "in_progress")])
+    message = await asyncio.wait_for(layer.receive(board), 2.5)
+
+    # The subagent's card has its own frame: it is not held for the main card's five seconds.
+    assert "Explore the API" in message["html"]
+    assert loop.time() - started < 2.5
 
 
 async def test_a_session_nobody_watches_costs_no_render(user):

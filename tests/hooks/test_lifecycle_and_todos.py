@@ -526,6 +526,14 @@ async def receive_fragment(channel: str) -> str:
     return message["html"]
 
 
+async def fragment_with(channel: str, text: str) -> str:
+    """The first fragment that shows `text` (a session's header may go out a frame before a
+    card that changed twice within one)."""
+    while text not in (html := await receive_fragment(channel)):
+        pass
+    return html
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("sync_thread_connections_closed")
 async def test_lifecycle_events_reach_the_open_boards_live(token):
@@ -546,7 +554,7 @@ async def test_lifecycle_events_reach_the_open_boards_live(token):
     assert 'hx-swap-oob="beforeend:#cards"' in html
 
     await client.post(load_fixture("subagent_stop.json"))
-    assert "stopped" in await receive_fragment(board)
+    assert "stopped" in await fragment_with(board, "stopped")
     await layer.group_discard(live.OVERVIEW_GROUP, overview)
     await layer.group_discard(live.session_group(session.pk), board)
 

@@ -370,3 +370,22 @@ def test_an_imported_session_is_named_by_its_first_prompt_and_branch(claude_home
 
     session = Session.objects.get(session_id=SESSION)
     assert (session.title, session.branch) == ("Add a search box", "feature/search")
+
+
+def test_a_folder_branch_or_prompt_that_cannot_be_stored_is_left_out_not_fatal(tmp_path, reviewer):
+    project = tmp_path / ".claude" / "projects" / "-odd"
+    write_lines(
+        project / f"{SESSION}.jsonl",
+        [
+            record("user", "Fix it\x00now", moment="10:00:00", gitBranch="b" * 500),
+            todo_write(
+                "toolu_odd_1", ("Fix it", "in_progress"), moment="10:00:05", cwd="/src\x00x"
+            ),
+        ],
+    )
+
+    run_import(tmp_path / ".claude")
+
+    session = Session.objects.get(session_id=SESSION)
+    assert (session.cwd, session.branch, session.title) == ("", "", "")
+    assert [todo.content for todo in session.agents.get().todos.all()] == ["Fix it"]

@@ -315,7 +315,11 @@ class Demo:
             self.say(f"shop: rev 2 waits for you at {self.url}/plans/{second['id']}/")
             decided = await self.decision(socket, second["id"], self.pace.decide_wait)
             if decided is None:
-                await socket.send(json.dumps({"type": "expire_plan", "plan_id": second["id"]}))
+                # Acknowledged before the agent goes on, or its next step would count as the
+                # terminal's answer instead.
+                await self.send_and_wait(
+                    socket, {"type": "expire_plan", "plan_id": second["id"], "id": "expire"}
+                )
                 self.say("shop: nobody decided on rev 2; the developer answers in the terminal.")
                 return False
             return decided["status"] == "approved"
@@ -329,13 +333,17 @@ class Demo:
             "plan": plan,
             "plan_file_path": "/home/dana/.claude/plans/dark-mode.md",
         }
+        return await self.send_and_wait(socket, frame)
+
+    async def send_and_wait(self, socket: object, frame: dict) -> dict:
+        """Send a frame and return the result the server acknowledged it with."""
         await socket.send(json.dumps(frame))
         while True:
             reply = json.loads(await socket.recv())
-            if reply.get("type") == "ack" and reply.get("id") == frame_id:
+            if reply.get("type") == "ack" and reply.get("id") == frame["id"]:
                 return reply["result"]
             if reply.get("type") == "error":
-                raise CommandError(f"The server refused the plan: {reply.get('error')}")
+                raise CommandError(f"The server refused the {frame['type']}: {reply.get('error')}")
 
     async def decision(self, socket: object, plan_id: int, wait: float) -> dict | None:
         """The plan's state once decided, or None if nobody decided within `wait` seconds."""

@@ -4,12 +4,12 @@ What it uses is checked as strictly as any API body: types, and text that can be
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from dashboard.edge import AgentType, Cwd, column_length, text_tree_problem, text_type
-from dashboard.models import Session
+from dashboard.models import Client, Session
 from planmode.models import PermissionRequest, Plan
 from planmode.schemas import PlanFilePath
 from todos.models import TodoRevision
@@ -42,6 +42,9 @@ class HookEvent(Lenient):
 
 class HookInput(Lenient):
     """The fields every hook event carries; `agent_id` only inside a subagent."""
+
+    # Which agent sends these hooks (not a field of the payload): Codex's inputs subclass these.
+    client: ClassVar[str] = Client.CLAUDE_CODE
 
     session_id: StrictStr
     hook_event_name: StrictStr

@@ -25,7 +25,7 @@ from dashboard.changes import Changes, Outcome
 from dashboard.client.decision import permission_decision, tool_permission_decision
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
-from dashboard.hook_schemas import (
+from dashboard.integrations.claude_code.schemas import (
     ExitPlanModeToolInput,
     HookEvent,
     HookInput,
@@ -109,38 +109,45 @@ ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"}
 @csrf_exempt
 async def claude_code_hook(request: HttpRequest) -> JsonResponse:
     if request.method != "POST":
-        return _error_response(
+        return error_response(
             ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
         )
-    owner = await token_owner(_bearer_token(request))
+    owner = await token_owner(bearer_token(request))
     if owner is None:
-        return _error_response(unauthenticated())
+        return error_response(unauthenticated())
     try:
-        payload = _read_payload(request)
+        payload = read_payload(request)
         handler = _handler_for(payload)
         if handler is None:
             return JsonResponse({})
         return JsonResponse(await handler(owner, payload))
     except ServiceError as error:
-        return _error_response(error)
+        return error_response(error)
 
 
-def _bearer_token(request: HttpRequest) -> str | None:
+def bearer_token(request: HttpRequest) -> str | None:
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
 
 
-def _error_response(error: ServiceError) -> JsonResponse:
+def error_response(error: ServiceError) -> JsonResponse:
     return JsonResponse({"error": error.as_dict()}, status=error.status)
 
 
-def _read_payload(request: HttpRequest) -> dict[str, Any]:
+def read_payload(
+    request: HttpRequest,
+    *,
+    what: str = "hook input",
+    shape: str = "The hook input must be a JSON object with a 'hook_event_name'.",
+) -> dict[str, Any]:
+    """The request's JSON object (`what` it is, for the errors; `shape`: what to send instead
+    of something else than an object)."""
     limit = settings.AGENTBOARD_MAX_BODY_BYTES
     too_large = ServiceError(
         "payload_too_large",
-        f"The hook input is larger than the {limit} bytes this server accepts.",
+        f"The {what} is larger than the {limit} bytes this server accepts.",
         status=413,
     )
     try:
@@ -150,17 +157,13 @@ def _read_payload(request: HttpRequest) -> dict[str, Any]:
         raise too_large from None
     if declared > limit or len(body) > limit:
         raise too_large
-    payload = load_json(body, what="hook input")
+    payload = load_json(body, what=what)
     if not isinstance(payload, dict):
-        raise ServiceError(
-            "malformed_json",
-            "The hook input must be a JSON object with a 'hook_event_name'.",
-            status=400,
-        )
+        raise ServiceError("malformed_json", shape, status=400)
     return payload
 
 
-def _validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> Model:
+def validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -175,7 +178,7 @@ def _validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) ->
 
 def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
     """The handler for this event and tool, or None for the many Agentboard ignores."""
-    picked = _validate(HookEvent, payload)
+    picked = validate(HookEvent, payload)
     event, tool = picked.hook_event_name, picked.tool_name
     if event in LIFECYCLE_EVENTS:
         return _lifecycle
@@ -199,9 +202,9 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
 
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """Lifecycle and activity: update the board, then let the enforcer have its say."""
-    hook = _validate(HookInput, payload)
+    hook = validate(HookInput, payload)
     if hook.hook_event_name in {"Stop", "SubagentStop"}:
-        observed = await write(_record_event, owner=owner, hook=hook)
+        observed = await write(record_event, owner=owner, hook=hook)
         if observed.value is None:
             return {}
         background = payload.get("background_tasks")
@@ -211,11 +214,11 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
             stop_hook_active=payload.get("stop_hook_active") is True,
             background_tasks=len(background) if isinstance(background, list) else 0,
         )
-    injection = await write(_record_and_enforce, owner=owner, hook=hook, payload=payload)
+    injection = await write(record_and_enforce, owner=owner, hook=hook, payload=payload)
     return enforcer.additional_context(hook.hook_event_name, injection.text)
 
 
-def _record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
+def record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
     if hook.hook_event_name == "SubagentStop" and not _agent_exists(owner=owner, hook=hook):
         # A subagent the board never saw: `/compact` sends one (agent_type "") for a subagent
         # that never started. Stopping what never ran adds no card.
@@ -232,7 +235,7 @@ def _agent_exists(*, owner: AbstractBaseUser, hook: HookInput) -> bool:
     ).exists()
 
 
-def _record_and_enforce(
+def record_and_enforce(
     *, owner: AbstractBaseUser, hook: HookInput, payload: dict[str, Any]
 ) -> enforcer.Injection:
     """Record the event; returns the reminder or re-injected list for the model, if any (and,
@@ -305,6 +308,7 @@ def hook_observe(
         agent_id=hook.acting_agent_id,
         agent_type=hook.agent_type or "",
         cwd=hook.cwd,
+        client=hook.client,
     )
     agent = resolved.agent
     session = agent.session
@@ -344,6 +348,8 @@ def hook_observe(
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
+    if event == "SessionEnd":
+        changes.ended_sessions.add(session.pk)
     if agent.awaiting_plan and event != "Notification":
         changes.merge(
             agent_moved_on(
@@ -370,18 +376,18 @@ TodoChange = Callable[[list[dict[str, str]]], list[dict[str, str]]]
 
 
 async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
-    hook = _validate(ToolHookInput, payload)
+    hook = validate(ToolHookInput, payload)
     if hook.tool_name == "TodoWrite":
-        todos = _validate(TodoWriteToolInput, hook.tool_input, loc=("tool_input",)).todos
+        todos = validate(TodoWriteToolInput, hook.tool_input, loc=("tool_input",)).todos
         change: TodoChange = lambda current: [item.as_wire() for item in todos]  # noqa: E731
     elif hook.tool_name == "TaskCreate":
         change = _task_create(hook)
         await write(_subagent_task_created, owner=owner, hook=hook, change=change)
         return {}
     else:
-        change = _task_update(_validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
+        change = _task_update(validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
     await write(
-        _todos_change,
+        todos_change,
         owner=owner,
         hook=hook,
         change=change,
@@ -394,8 +400,8 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
 
 
 def _task_create(hook: ToolHookInput) -> TodoChange:
-    task = _validate(TaskCreateToolInput, hook.tool_input, loc=("tool_input",))
-    task_id = _validate(TaskCreateToolResponse, hook.tool_response, loc=("tool_response",)).task.id
+    task = validate(TaskCreateToolInput, hook.tool_input, loc=("tool_input",))
+    task_id = validate(TaskCreateToolResponse, hook.tool_response, loc=("tool_response",)).task.id
     item = {"content": task.subject, "status": "pending", "id": str(task_id)}
     if task.activeForm:
         item["activeForm"] = task.activeForm
@@ -443,7 +449,7 @@ def _subagent_task_created(
 ) -> Outcome[None]:
     """A TaskCreate's own hook. When a subagent made the task, Claude Code 2.1.19x sent its
     TaskCreated first without an agent_id, so it may be on the main agent's card: it moves."""
-    outcome = _todos_change(
+    outcome = todos_change(
         owner=owner,
         hook=hook,
         change=change,
@@ -464,7 +470,7 @@ def _subagent_task_created(
     if not misplaced.exists():
         return outcome
     main = hook.model_copy(update={"agent_id": None, "agent_type": None})
-    moved = _todos_change(
+    moved = todos_change(
         owner=owner,
         hook=main,
         change=lambda current: [
@@ -495,7 +501,7 @@ def _task_holder(*, owner: AbstractBaseUser, session_id: str, task_id: str) -> s
 async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """TaskCreated / TaskCompleted keep the checklist in sync when the tool's own
     PostToolUse was missed; both are no-ops when the list already says so."""
-    hook = _validate(TaskEventInput, payload)
+    hook = validate(TaskEventInput, payload)
     task_id = str(hook.task_id)
 
     def apply(current: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -522,12 +528,12 @@ def _task_event_change(
         holder = _task_holder(owner=owner, session_id=hook.session_id, task_id=task_id)
         if holder is not None:
             hook = hook.model_copy(update={"agent_id": holder})
-    return _todos_change(
+    return todos_change(
         owner=owner, hook=hook, change=change, idempotency_key=None, record_unchanged=False
     )
 
 
-def _todos_change(
+def todos_change(
     *,
     owner: AbstractBaseUser,
     hook: HookInput,
@@ -551,7 +557,7 @@ def _todos_change(
             return Outcome(None, changes)
         # Validated as any write is: a Task tool's subject is a todo's content, and the list
         # it grows must stay within the accepted length.
-        validated = _validate(TodoWriteToolInput, {"todos": new}, loc=("tool_input",)).todos
+        validated = validate(TodoWriteToolInput, {"todos": new}, loc=("tool_input",)).todos
         if settings.AGENTBOARD_TODO_POLICY == "strict":
             check_strict_policy(validated)
         # Claude Code already ran the tool, so the list changed whatever the mode says.
@@ -574,14 +580,14 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
     No decision within AGENTBOARD_PLAN_HOOK_WAIT_SECONDS answers `{}` (Claude Code then asks in
     its terminal) and the plan shows as expired.
     """
-    hook = _validate(ToolHookInput, payload)
+    hook = validate(ToolHookInput, payload)
     plan_text = hook.tool_input.get("plan")
     if not isinstance(plan_text, str) or not plan_text.strip():
         # Claude Code 2.1.3xx sends no plan when the model wrote no plan file: there is
         # nothing to review, so the terminal asks.
         return {}
-    plan_input = _validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
-    state = await _held(
+    plan_input = validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
+    state = await held(
         write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input),
         hold=_hold_until_decided,
         expire=lambda plan_id: write(plan_expire, plan_id=plan_id),
@@ -589,7 +595,7 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
     return permission_decision(state, payload["tool_input"])
 
 
-async def _held(
+async def held(
     submit: Awaitable[Outcome[dict[str, Any]]],
     *,
     hold: Callable[[int], Awaitable[dict[str, Any]]],
@@ -678,7 +684,7 @@ async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
 async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """After an approved ExitPlanMode: the reviewer's notes reach the model as context (a
     PermissionRequest allow cannot carry them)."""
-    hook = _validate(ToolHookInput, payload)
+    hook = validate(ToolHookInput, payload)
     notes = (await write(_approval_notes, owner=owner, hook=hook)).value
     if not notes:
         return {}
@@ -713,16 +719,16 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     on the inbox, answer with the decision. No decision within
     AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS answers `{}`: the terminal asks, and the request
     shows as expired."""
-    hook = _validate(PermissionRequestInput, payload)
-    state = await _held(
-        write(_permission_open, owner=owner, hook=hook),
-        hold=_hold_permission,
+    hook = validate(PermissionRequestInput, payload)
+    state = await held(
+        write(permission_open, owner=owner, hook=hook),
+        hold=hold_permission,
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )
     return tool_permission_decision(state, payload["tool_input"])
 
 
-def _permission_open(
+def permission_open(
     *, owner: AbstractBaseUser, hook: PermissionRequestInput
 ) -> Outcome[dict[str, Any]]:
     with transaction.atomic(savepoint=False):
@@ -737,7 +743,7 @@ def _permission_open(
         return Outcome(permission_state(opened.request), changes.merge(opened.changes))
 
 
-async def _hold_permission(request_id: int) -> dict[str, Any]:
+async def hold_permission(request_id: int) -> dict[str, Any]:
     wait = settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS
     state = await wait_for_decision(request_id, wait, PERMISSION)
     if state is None:

@@ -1,0 +1,217 @@
+"""Codex CLI: `agentboard install-codex` and the `agentboard codex-hook` it installs.
+
+Codex runs command hooks only, listed in `hooks.json` beside its `config.toml` (the user's
+`$CODEX_HOME`, by default `~/.codex`, or a project's `.codex/`). Each hook gets one JSON object
+on stdin and may print one JSON answer; `agentboard codex-hook` forwards it to
+`POST /hooks/codex` and prints the server's answer, or nothing when anything goes wrong (Codex
+then carries on as if no hook had answered).
+
+Codex 0.169.0 offers its checklist tool, `update_plan`, only when `config.toml` switches it on
+(`[tools.update_plan] enabled = true`); install-codex adds that table unless told not to, and
+removes only what it added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from dashboard.client.hook import (
+    PERMISSION_WAIT_MARGIN,
+    HookConfig,
+    HookFailed,
+    _in_thread,
+    _read_payload,
+    _while_parent_lives,
+    forward,
+    with_git_branch,
+)
+from dashboard.client.install import SettingsError, _write_atomically, drop_handlers
+
+CODEX_HOOK_PATH = "/hooks/codex"
+HOOK_TIMEOUT = 30
+# Longer than the server's wait for a decision (540 s by default), so the server answers first.
+PERMISSION_HOOK_TIMEOUT = 600
+
+# (event, timeout in seconds). PostToolUse of every tool: update_plan updates the checklist, the
+# others count as steps for the reminders. Codex caps SessionEnd hooks at a few seconds.
+HOOKED_EVENTS: list[tuple[str, int]] = [
+    ("SessionStart", HOOK_TIMEOUT),
+    ("SessionEnd", HOOK_TIMEOUT),
+    ("UserPromptSubmit", HOOK_TIMEOUT),
+    ("PostToolUse", HOOK_TIMEOUT),
+    ("Stop", HOOK_TIMEOUT),
+    ("SubagentStart", HOOK_TIMEOUT),
+    ("SubagentStop", HOOK_TIMEOUT),
+    ("PreCompact", HOOK_TIMEOUT),
+]
+APPROVAL_EVENT = ("PermissionRequest", PERMISSION_HOOK_TIMEOUT)
+
+OUR_COMMAND = re.compile(r"(^|[\s/])agentboard\s+codex-hook(\s|$)")
+
+PLAN_TOOL_MARK = "# Added by agentboard install-codex: Codex's update_plan checklist tool."
+PLAN_TOOL_BLOCK = f"{PLAN_TOOL_MARK}\n[tools.update_plan]\nenabled = true\n"
+
+
+def codex_home(*, project: str | None) -> Path:
+    if project is not None:
+        return Path(project).expanduser().resolve() / ".codex"
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser()
+
+
+# --- hooks.json ---------------------------------------------------------------------------------
+
+
+def is_ours(handler: Any) -> bool:
+    return (
+        isinstance(handler, dict)
+        and handler.get("type") == "command"
+        and bool(OUR_COMMAND.search(str(handler.get("command", ""))))
+    )
+
+
+def merge_codex_hooks(
+    config: dict[str, Any], *, url: str | None, remove: bool = False, approvals: bool = False
+) -> dict[str, Any]:
+    """The hooks file with Agentboard's hooks replaced (or removed); the input is not changed.
+    Every other hook stays as it was."""
+    merged = copy.deepcopy(config)
+    hooks = merged.get("hooks", {})
+    drop_handlers(hooks, ours=is_ours, file="hooks file")
+    if not remove:
+        if not url:
+            raise SettingsError("Give the server's address with --url.")
+        events = [*HOOKED_EVENTS, APPROVAL_EVENT] if approvals else HOOKED_EVENTS
+        for event, timeout in events:
+            handler = {
+                "type": "command",
+                "command": f"agentboard codex-hook --url {shlex.quote(url)}",
+                "timeout": timeout,
+            }
+            hooks.setdefault(event, []).append({"hooks": [handler]})
+    if hooks:
+        merged["hooks"] = hooks
+    else:
+        merged.pop("hooks", None)
+    return merged
+
+
+# --- config.toml: the update_plan tool ------------------------------------------------------------
+
+
+def switch_plan_tool(text: str, *, on: bool) -> str:
+    """config.toml's text with our `[tools.update_plan]` table added (when the user has not
+    set it themselves) or taken out again; everything else in the file stays as it was."""
+    without = text.replace("\n" + PLAN_TOOL_BLOCK, "").replace(PLAN_TOOL_BLOCK, "")
+    if not on:
+        return without
+    try:
+        tools = tomllib.loads(without).get("tools", {})
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(
+            f"config.toml is not valid TOML ({error}); fix it by hand first."
+        ) from None
+    if isinstance(tools, dict) and "update_plan" in tools:
+        return without  # the user's own choice stays
+    if not without.strip():
+        result = PLAN_TOOL_BLOCK
+    else:
+        result = without + ("" if without.endswith("\n") else "\n") + "\n" + PLAN_TOOL_BLOCK
+    try:
+        tomllib.loads(result)
+    except tomllib.TOMLDecodeError:
+        raise SettingsError(
+            "config.toml defines 'tools' in a way no table can be added to; add "
+            "'update_plan = { enabled = true }' to it by hand, or pass --no-plan-tool."
+        ) from None
+    return result
+
+
+# --- the install -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodexOutcome:
+    hooks_path: Path
+    config_path: Path
+    changed: list[Path]
+
+
+def _read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
+    if not path.exists():
+        return None, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        current = json.loads(text) if text.strip() else {}
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SettingsError(
+            f"{path} cannot be read as JSON ({error}); fix it by hand first."
+        ) from None
+    if not isinstance(current, dict):
+        raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
+    return text, current
+
+
+def _replace_file(path: Path, old: str | None, new: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if old is not None:
+        path.with_name(path.name + ".bak").write_text(old, encoding="utf-8")
+    _write_atomically(path, new)
+
+
+def install_codex(
+    home: Path,
+    *,
+    url: str | None,
+    remove: bool = False,
+    approvals: bool = False,
+    plan_tool: bool = True,
+) -> CodexOutcome:
+    """Merge into `home`'s hooks.json and config.toml, keeping a `.bak` of what changed."""
+    hooks_path, config_path = home / "hooks.json", home / "config.toml"
+    changed: list[Path] = []
+    text, current = _read_json(hooks_path)
+    merged = merge_codex_hooks(current, url=url, remove=remove, approvals=approvals)
+    if merged != current and (merged or text is not None):
+        _replace_file(hooks_path, text, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+        changed.append(hooks_path)
+    try:
+        config_text = config_path.read_text(encoding="utf-8") if config_path.exists() else None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{config_path} cannot be read ({error}).") from None
+    new_config = switch_plan_tool(config_text or "", on=plan_tool and not remove)
+    if new_config != (config_text or ""):
+        _replace_file(config_path, config_text, new_config)
+        changed.append(config_path)
+    return CodexOutcome(hooks_path=hooks_path, config_path=config_path, changed=changed)
+
+
+# --- the hook command ---------------------------------------------------------------------------
+
+
+def run_codex_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    """Always 0, and no output when anything fails: Codex must never be broken by the board."""
+    try:
+        payload = _read_payload(stdin)
+        if payload.get("hook_event_name") == "PermissionRequest":
+            # Held until someone decides; the server answers `{}` itself when its wait is over.
+            held = replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
+            output = asyncio.run(
+                _while_parent_lives(_in_thread(forward, held, payload, CODEX_HOOK_PATH))
+            )
+        else:
+            output = forward(config, with_git_branch(payload), CODEX_HOOK_PATH)
+    except HookFailed as failure:
+        print(f"agentboard: {failure}", file=stderr)
+        return 0
+    if output:
+        print(json.dumps(output), file=stdout)
+    return 0

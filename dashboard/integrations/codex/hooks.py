@@ -1,0 +1,197 @@
+"""`POST /hooks/codex`: Codex CLI's hook input, forwarded by `agentboard codex-hook`.
+
+The same board as Claude Code's hooks, through the same building blocks
+(`dashboard.integrations.claude_code.hooks`):
+sessions and their lifecycle, the `update_plan` checklist as the agent's todo list, the
+enforcer's reminders and its continuation on Stop, and permission requests held for the inbox.
+
+What Codex accepts back differs, and Codex refuses (fails closed on) anything else:
+- PermissionRequest: `decision` with `behavior` allow or deny and, for a deny, `message`. No
+  rules to remember (`updatedPermissions`), no `updatedInput`, no `interrupt`.
+- Stop: `{"decision": "block", "reason": ...}` continues the agent with `reason` as its prompt.
+- SessionStart, UserPromptSubmit, PostToolUse: `hookSpecificOutput.additionalContext`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from dashboard.changes import Changes, Outcome
+from dashboard.errors import ServiceError, unauthenticated
+from dashboard.integrations.claude_code import hooks as shared
+from dashboard.integrations.claude_code.schemas import HookEvent
+from dashboard.integrations.codex.schemas import (
+    PLAN_TOOL,
+    CodexHookInput,
+    CodexPermissionRequestInput,
+    CodexToolInput,
+    UpdatePlanToolInput,
+)
+from dashboard.models import Agent
+from dashboard.services import token_owner
+from dashboard.waiting import stop_hook_answer
+from dashboard.writer import write
+from planmode.models import PermissionRequest, RequestStatus
+from planmode.permissions import model_message, permission_expire
+from todos import enforcer
+from todos.models import EnforcerEvent
+from todos.services import current_todos
+
+Output = dict[str, Any]
+
+# Events that tell the board about the session and may carry the enforcer's context back.
+LIFECYCLE_EVENTS = frozenset(
+    {"SessionStart", "SessionEnd", "UserPromptSubmit", "SubagentStart", "PreCompact", "PostCompact"}
+)
+STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+OPEN = frozenset({"pending", "in_progress"})
+
+
+# Exempt from CSRF for the reason Claude Code's endpoint is: a bearer token, never a cookie.
+@csrf_exempt
+async def codex_hook(request: HttpRequest) -> JsonResponse:
+    if request.method != "POST":
+        return shared.error_response(
+            ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
+        )
+    owner = await token_owner(shared.bearer_token(request))
+    if owner is None:
+        return shared.error_response(unauthenticated())
+    try:
+        payload = shared.read_payload(request)
+        picked = shared.validate(HookEvent, payload)
+        event, tool = picked.hook_event_name, picked.tool_name
+        if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
+            return JsonResponse(await _lifecycle(owner, payload))
+        if event in STOP_EVENTS:
+            return JsonResponse(await _stop(owner, payload))
+        if event == "PostToolUse":
+            return JsonResponse(await _plan_updated(owner, payload))
+        if event == "PermissionRequest":
+            return JsonResponse(await _permission_request(owner, payload))
+        return JsonResponse({})
+    except ServiceError as error:
+        return shared.error_response(error)
+
+
+async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Record the event on the board; a reminder or the re-injected list goes back as context.
+    A tool's input and result are not looked into (any shape passes): a use is one step."""
+    hook = shared.validate(CodexHookInput, payload)
+    injection = await write(_record_and_enforce, owner=owner, hook=hook, payload=payload)
+    return enforcer.additional_context(hook.hook_event_name, injection.text)
+
+
+def _record_and_enforce(
+    *, owner: AbstractBaseUser, hook: CodexHookInput, payload: dict[str, Any]
+) -> enforcer.Injection:
+    if hook.hook_event_name == "UserPromptSubmit":
+        # A new prompt: the reviewer's "deny and stop" messages of the turn before reached the
+        # model with the denial already (see `_denial_told`); they are told, not repeated.
+        PermissionRequest.objects.filter(
+            session__session_id=hook.session_id,
+            session__owner=owner,
+            status=RequestStatus.DENIED,
+            interrupt=True,
+            message_told_at__isnull=True,
+        ).update(message_told_at=timezone.now())
+    return shared.record_and_enforce(owner=owner, hook=hook, payload=payload)
+
+
+async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Held for the continuation countdown: `{"decision": "block", "reason": prompt}` when it
+    runs out (Codex then continues the agent with the prompt), `{}` to let it stop."""
+    hook = shared.validate(CodexHookInput, payload)
+    observed = await write(shared.record_event, owner=owner, hook=hook)
+    if observed.value is None:
+        return {}
+    if (await write(_stopped_by_a_reviewer, agent_pk=observed.value)).value:
+        return {}  # the reviewer asked it to stop: the enforcer must not continue it
+    return await stop_hook_answer(
+        agent_pk=observed.value, stop_hook_active=payload.get("stop_hook_active") is True
+    )
+
+
+async def _plan_updated(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """`update_plan` ran: its steps are the agent's whole list, as a TodoWrite's would be."""
+    hook = shared.validate(CodexToolInput, payload)
+    steps = shared.validate(UpdatePlanToolInput, hook.tool_input, loc=("tool_input",)).plan
+    items = [step.as_todo() for step in steps]
+    await write(
+        shared.todos_change,
+        owner=owner,
+        hook=hook,
+        change=lambda current: items,
+        idempotency_key=hook.tool_use_id,
+        record_unchanged=True,
+    )
+    return {}
+
+
+async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Held like Claude Code's until someone decides on the inbox (or a team rule does);
+    nobody deciding in time answers `{}` and Codex asks in its terminal."""
+    hook = shared.validate(CodexPermissionRequestInput, payload)
+    state = await shared.held(
+        write(shared.permission_open, owner=owner, hook=hook),
+        hold=shared.hold_permission,
+        expire=lambda request_id: write(permission_expire, request_id=request_id),
+    )
+    if state["status"] == RequestStatus.ALLOWED:
+        # An "always" chosen on the board is an allow for this call: Codex keeps no rules.
+        decision: dict[str, Any] = {"behavior": "allow"}
+    elif state["status"] == RequestStatus.DENIED:
+        told = await write(_denial_told, request_id=state["id"])
+        decision = {"behavior": "deny", "message": told.value}
+    else:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
+def _stopped_by_a_reviewer(*, agent_pk: int) -> Outcome[bool]:
+    """Whether a reviewer denied one of this agent's commands with "deny and stop" since its
+    last prompt (those are marked told when the next prompt comes). With unfinished steps, its
+    history says why the enforcer let it stop."""
+    with transaction.atomic(savepoint=False):
+        stopped = PermissionRequest.objects.filter(
+            agent_id=agent_pk,
+            status=RequestStatus.DENIED,
+            interrupt=True,
+            message_told_at__isnull=True,
+        ).exists()
+        if not stopped:
+            return Outcome(False, Changes())
+        agent = Agent.objects.select_related("session").get(pk=agent_pk)
+        unfinished = [i for i in current_todos(agent) if i["status"] in OPEN]
+        if not unfinished:
+            return Outcome(True, Changes())
+        event = EnforcerEvent.objects.create(
+            agent=agent,
+            kind=EnforcerEvent.Kind.CONTINUATION,
+            text="Let it stop: a reviewer denied its command and asked it to stop.",
+        )
+        changes = Changes().agent(agent.pk, agent.session_id)
+        changes.enforcer_events.append(event.pk)
+        return Outcome(True, changes)
+
+
+def _denial_told(*, request_id: int) -> Outcome[str]:
+    """The text Codex hands the model with a denial. Codex cannot be stopped by a hook, so a
+    "deny and stop" asks the model to stop, with the reviewer's message now; the turn's Stop
+    then lets it stop, and the next prompt does not repeat the message."""
+    with transaction.atomic(savepoint=False):
+        request = PermissionRequest.objects.select_related("rule").get(pk=request_id)
+        if request.rule is not None or not request.interrupt:
+            return Outcome(model_message(request), Changes())
+        said = f" Their message:\n{request.message}" if request.message else ""
+        return Outcome(
+            f"The reviewer denied this {request.tool_name} call on Agentboard, so it did not "
+            f"run, and asked you to stop: end your turn now and wait for the user.{said}",
+            Changes(),
+        )

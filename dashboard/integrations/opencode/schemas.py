@@ -1,0 +1,155 @@
+"""What the Agentboard plugin for opencode sends to `POST /hooks/opencode`.
+
+The plugin forwards opencode's own bus events as they are (`{"type", "properties"}`), plus two
+of its own, `agentboard.activity` and `agentboard.other_enforcer`. Validated leniently like
+Claude Code's hooks: opencode adds fields between versions, so unknown fields pass and only
+what Agentboard uses is required and checked as strictly as any API body.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from dashboard.edge import Cwd, column_length, text_tree_problem, text_type
+from dashboard.models import Session
+from todos.schemas import TodoList
+
+SessionId = text_type(max_length=column_length(Session, "session_id"), blank="must not be empty")
+Title = text_type()
+Name = text_type(max_length=column_length(Session, "other_enforcer"), blank="must not be empty")
+# opencode's permission request ids ("per_…"): only echoed back to the plugin.
+RequestId = text_type(max_length=200, blank="must not be empty")
+Text = text_type(max_length=10_000)
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class EventType(Lenient):
+    """What picks the handler of any event."""
+
+    type: StrictStr
+
+
+class SessionRef(Lenient):
+    sessionID: SessionId
+
+
+class SessionInfo(Lenient):
+    id: SessionId
+    directory: Cwd = ""
+    title: Title = ""
+    # Set on a subagent's session (opencode's task tool): the session that started it.
+    parentID: SessionId | None = None
+
+
+class SessionInfoProperties(Lenient):
+    info: SessionInfo
+
+
+class SessionEvent(Lenient):
+    type: Literal["session.created", "session.updated", "session.deleted"]
+    properties: SessionInfoProperties
+
+
+class TodoProperties(SessionRef):
+    # opencode's items are {content, status, priority} (status adds "cancelled"; some
+    # versions add an id): the shapes a TodoWrite accepts.
+    todos: TodoList
+
+
+class TodoEvent(Lenient):
+    type: Literal["todo.updated"]
+    properties: TodoProperties
+
+
+class IdleEvent(Lenient):
+    type: Literal["session.idle"]
+    properties: SessionRef
+
+
+class ErrorProperties(Lenient):
+    # opencode reports some errors outside any session.
+    sessionID: SessionId | None = None
+
+
+class ErrorEvent(Lenient):
+    type: Literal["session.error"]
+    properties: ErrorProperties
+
+
+class ActivityProperties(SessionRef):
+    # "prompt": someone sent the session a message (not the continuation prompt itself);
+    # "step": the agent streamed or used a tool while a countdown ran.
+    kind: Literal["prompt", "step"]
+
+
+class ActivityEvent(Lenient):
+    type: Literal["agentboard.activity"]
+    properties: ActivityProperties
+
+
+class OtherEnforcerProperties(SessionRef):
+    name: Name
+
+
+class OtherEnforcerEvent(Lenient):
+    type: Literal["agentboard.other_enforcer"]
+    properties: OtherEnforcerProperties
+
+
+class PermissionProperties(SessionRef):
+    id: RequestId
+    # What opencode asks to do: "bash", "edit", "webfetch", ...
+    permission: Annotated[str, Field(min_length=1, max_length=100)]
+    patterns: list[Text] = Field(default_factory=list, max_length=100)
+    # The patterns an "always" answer allows from now on.
+    always: list[Text] = Field(default_factory=list, max_length=100)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("metadata")
+    @classmethod
+    def storable_texts(cls, value: dict[str, Any]) -> dict[str, Any]:
+        found = text_tree_problem(value)
+        if found:
+            path, problem = found
+            where = ".".join(str(part) for part in path)
+            raise ValueError(f"{where} {problem}" if where else problem)
+        return value
+
+
+class PermissionEvent(Lenient):
+    type: Literal["permission.asked"]
+    properties: PermissionProperties
+
+
+Event = Annotated[
+    SessionEvent
+    | TodoEvent
+    | IdleEvent
+    | ErrorEvent
+    | ActivityEvent
+    | OtherEnforcerEvent
+    | PermissionEvent,
+    Field(discriminator="type"),
+]
+HANDLED = frozenset(
+    {
+        "session.created",
+        "session.updated",
+        "session.deleted",
+        "todo.updated",
+        "session.idle",
+        "session.error",
+        "agentboard.activity",
+        "agentboard.other_enforcer",
+        "permission.asked",
+    }
+)
+
+
+class Envelope(BaseModel):
+    event: Event

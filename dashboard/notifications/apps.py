@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class NotificationsConfig(AppConfig):
+    name = "dashboard.notifications"
+    label = "notifications"
+    verbose_name = "Notifications"
+
+    def ready(self) -> None:
+        from dashboard.notifications import outbox
+
+        outbox.connect_signals()

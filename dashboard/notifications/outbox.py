@@ -1,0 +1,187 @@
+"""The outbox: a write's notifications are stored in the same transaction as the write.
+
+The writer calls `enqueue(changes)` inside each job's savepoint, right after the domain
+service returned, so a notification exists exactly when its cause was committed, and the
+delivery worker (`worker`) sends it later, whatever the receiver does. Each row's key names
+its cause and destination, so the same cause never gives a destination two notifications.
+
+Ingest must stay cheap: changes with nothing notifiable in them cost no query at all, and
+while no webhook target or push device exists, at most one query every few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+
+from dashboard.changes import Changes
+from dashboard.models import Session
+from dashboard.notifications.messages import (
+    Notice,
+    continuation_notice,
+    permission_notice,
+    plan_notice,
+    session_notice,
+)
+from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
+from planmode.models import PermissionRequest, Plan
+from todos.models import Continuation
+
+logger = logging.getLogger(__name__)
+
+# Another server process may add the first target or device: this one looks again this often.
+DESTINATIONS_TTL_SECONDS = 5.0
+# What a phone is woken for: something waits on its user.
+PUSH_EVENTS = frozenset({Event.WAITING, Event.STOPPED_UNFINISHED})
+
+_destinations: tuple[float, bool] | None = None
+
+
+def forget_destinations(**kwargs: object) -> None:
+    global _destinations
+    _destinations = None
+
+
+def connect_signals() -> None:
+    for model in (WebhookTarget, PushDevice):
+        post_save.connect(forget_destinations, sender=model, dispatch_uid=f"notify-{model}")
+        post_delete.connect(forget_destinations, sender=model, dispatch_uid=f"notify-d-{model}")
+
+
+def destinations_exist() -> bool:
+    global _destinations
+    now = time.monotonic()
+    if _destinations is None or now - _destinations[0] > DESTINATIONS_TTL_SECONDS:
+        exists = WebhookTarget.objects.exists() or PushDevice.objects.exists()
+        _destinations = (now, exists)
+    return _destinations[1]
+
+
+def notifiable(changes: Changes) -> bool:
+    """Whether the changes may hold a notification: attribute checks only, no query."""
+    return bool(
+        changes.plans
+        or changes.permission_requests
+        or changes.begun_continuations
+        or changes.stopped_unfinished
+        or changes.ended_sessions
+    )
+
+
+def enqueue(changes: Changes) -> int:
+    """Store the notifications of `changes` (inside the caller's transaction); returns how
+    many deliveries were added."""
+    if not notifiable(changes) or not destinations_exist():
+        return 0
+    assert transaction.get_connection().in_atomic_block
+    try:
+        # Its own savepoint: a notification that cannot be stored never takes its cause down.
+        with transaction.atomic():
+            notices = list(_notices(changes))
+            rows = _deliveries(notices) if notices else []
+            if rows:
+                Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    except Exception:
+        logger.exception("the notifications of a write could not be stored")
+        return 0
+    if rows:
+        from dashboard.notifications import worker
+
+        transaction.on_commit(worker.wake)
+    return len(rows)
+
+
+def _notices(changes: Changes) -> Iterable[Notice]:
+    related = ("session", "session__owner", "agent", "agent__session", "decided_by")
+    if changes.plans:
+        for plan in Plan.objects.filter(pk__in=changes.plans).select_related(*related):
+            if plan.is_pending or plan.pk in changes.decided_plans:
+                notice = plan_notice(plan)
+                if notice:
+                    yield notice
+    if changes.permission_requests:
+        requests = PermissionRequest.objects.filter(pk__in=changes.permission_requests)
+        for request in requests.select_related(*related):
+            if request.is_pending or request.pk in changes.decided_permissions:
+                notice = permission_notice(request)
+                if notice:
+                    yield notice
+    continuations = changes.begun_continuations | changes.stopped_unfinished
+    if continuations:
+        for continuation in Continuation.objects.filter(pk__in=continuations).select_related(
+            "agent", "agent__session"
+        ):
+            if continuation.status in {Continuation.Status.COUNTING, Continuation.Status.SKIPPED}:
+                yield continuation_notice(continuation)
+    if changes.ended_sessions:
+        for session in Session.objects.filter(
+            pk__in=changes.ended_sessions, ended_at__isnull=False
+        ):
+            yield session_notice(session)
+
+
+def reviewer_pks() -> set[int]:
+    """Active users who see every session: superusers and holders of the review permission."""
+    perm = Permission.objects.filter(codename="review_plan", content_type__app_label="planmode")
+    return set(
+        get_user_model()
+        .objects.filter(
+            Q(is_superuser=True) | Q(user_permissions__in=perm) | Q(groups__permissions__in=perm),
+            is_active=True,
+        )
+        .values_list("pk", flat=True)
+    )
+
+
+def _sees(user_pk: int, session: Session, reviewers: set[int]) -> bool:
+    return user_pk in reviewers or session.owner_id == user_pk
+
+
+def _deliveries(notices: list[Notice]) -> list[Delivery]:
+    targets = list(WebhookTarget.objects.select_related("owner").filter(owner__is_active=True))
+    push = any(notice.event in PUSH_EVENTS for notice in notices)
+    devices = list(PushDevice.objects.filter(user__is_active=True)) if push else []
+    if not targets and not devices:
+        return []
+    reviewers = reviewer_pks()
+    rows = []
+    for notice in notices:
+        for target in targets:
+            if notice.event not in target.events:
+                continue
+            if target.projects and notice.session.project not in target.projects:
+                continue
+            if not _sees(target.owner_id, notice.session, reviewers):
+                continue
+            # A personal target is not told what its owner decided; a team target (added by
+            # an admin) tells the team about every decision.
+            if notice.decided_by_id == target.owner_id and not target.owner.is_staff:
+                continue
+            rows.append(
+                Delivery(
+                    key=f"{notice.key}:t{target.pk}",
+                    event=notice.event,
+                    target=target,
+                    payload=notice.payload,
+                )
+            )
+        if notice.event not in PUSH_EVENTS:
+            continue
+        for device in devices:
+            if _sees(device.user_id, notice.session, reviewers):
+                rows.append(
+                    Delivery(
+                        key=f"{notice.key}:d{device.pk}",
+                        event=notice.event,
+                        device=device,
+                        payload=notice.payload,
+                    )
+                )
+    return rows

@@ -1,0 +1,272 @@
+"""The real Codex CLI, connected with `agentboard install-codex`, on a real board.
+
+A scripted model plays the agent; each test checks both ends: what the board shows, and what
+the model was told (the continuation prompt, the reviewer's denial).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.codex_cli.model_server import plan, say, shell, spawn_agent, wait_agent
+from todos.enforcer import continuation_prompt, reminder_text
+
+pytestmark = pytest.mark.codex_cli
+
+# Boards on which only the feature under test speaks to the model.
+QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
+
+
+def board_session(board, session_id: str) -> dict:
+    return board_get(board, f"/api/v1/sessions/{session_id}")
+
+
+def shown(board, session_id: str) -> list[tuple[str, str]]:
+    todos = board_get(board, f"/api/v1/sessions/{session_id}/agents/{session_id}/todos")
+    return [(item["content"], item["status"]) for item in todos["todos"]]
+
+
+def test_the_plan_is_the_agents_checklist_and_the_session_shows_start_to_end(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(
+        plan(("Read the settings page", "in_progress"), ("Store the theme", "pending")),
+        shell("ls"),
+        plan(
+            ("Read the settings page", "completed"),
+            ("Store the theme", "in_progress"),
+            ("Run the tests", "pending"),
+        ),
+        say("Pausing here."),
+    )
+
+    result = project.run("Add a dark theme to the settings page")
+
+    assert result.returncode == 0, project.report(result)
+    session_id = project.session_id()
+    assert shown(board, session_id) == [
+        ("Read the settings page", "completed"),
+        ("Store the theme", "in_progress"),
+        ("Run the tests", "pending"),
+    ], project.report(result)
+    session = board_session(board, session_id)
+    assert session["cwd"] == str(project.directory)
+    assert (session["progress"]["completed"], session["progress"]["total"]) == (1, 3)
+    # `codex exec` ends its session when the turn is over: SessionEnd reached the board.
+    assert session.get("ended_at"), project.report(result)
+    page = Lead(board).get(f"/sessions/{session_id}/")
+    assert "Add a dark theme to the settings page" in page
+    assert "Store the theme" in page
+    # The model read Codex's own answer to the plan update: the hooks took nothing from it.
+    assert "Plan updated" in model.requests[1].outputs().values()
+
+
+def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "0.5"})
+    project = connect(board)
+    items = [
+        {"content": "Store the theme", "status": "completed"},
+        {"content": "Run the tests", "status": "in_progress"},
+    ]
+    model.add(
+        plan(("Store the theme", "completed"), ("Run the tests", "in_progress")),
+        say("I will stop here for now."),
+        # After the continuation: the model finishes the list and stops for good.
+        plan(("Store the theme", "completed"), ("Run the tests", "completed")),
+        say("Everything is done."),
+    )
+
+    result = project.run("Add a dark theme")
+
+    assert result.returncode == 0, project.report(result)
+    prompt = continuation_prompt(items)
+    continued = model.received(prompt)
+    assert continued, project.report(result)
+    # Codex hands a Stop hook's reason to the model as the next user message, and only once.
+    assert continued[0].user_texts()[-1].endswith(f">{prompt}</hook_prompt>")
+    assert sum(prompt in text for text in model.requests[-1].user_texts()) == 1
+    session_id = project.session_id()
+    page = Lead(board).get(f"/sessions/{session_id}/")
+    assert "Continued the agent (1 task left)." in page
+    assert "Everything is done." in result.stdout
+
+
+def test_a_command_outside_the_sandbox_waits_on_the_inbox_and_a_denial_reaches_the_model(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board, approvals=True)
+    denied = shell("npm install left-pad", escalate=True, justification="The task needs it.")
+    model.add(denied, say("Understood, I will use the vendored copy."))
+    lead = Lead(board)
+
+    terminal = project.terminal("Add left-pad")
+    request_id = wait_until(lambda: lead.pending_request_ids(), "the request on the inbox")[0]
+    page = lead.get(f"/inbox/requests/{request_id}/")
+    assert "npm install left-pad" in page
+    assert "The task needs it." in page
+    message = "Use the vendored copy in third_party/ instead."
+    assert lead.decide_request(request_id, "deny", message=message) == 200
+
+    output = wait_until(lambda: model.output_of(denied), "the denial to reach the model")
+    assert message in output, project.report()
+    assert "The reviewer denied this Bash call on Agentboard" in output
+    terminal.wait_for("Understood, I will use the vendored copy.")
+    assert lead.request_status(request_id) == "denied"
+    assert not (project.directory / "node_modules").exists()
+
+
+def test_an_allowed_command_runs_outside_the_sandbox(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board, approvals=True)
+    allowed = shell("touch approved.txt", escalate=True, justification="Mark it approved.")
+    model.add(allowed, say("The file is there."))
+    lead = Lead(board)
+
+    terminal = project.terminal("Mark it approved")
+    request_id = wait_until(lambda: lead.pending_request_ids(), "the request on the inbox")[0]
+    assert lead.decide_request(request_id, "allow") == 200
+
+    terminal.wait_for("The file is there.")
+    # The read-only sandbox would have refused the write: it ran because the board allowed it.
+    assert (project.directory / "approved.txt").exists(), project.report()
+    assert lead.request_status(request_id) == "allowed"
+
+
+def test_a_stale_list_reminder_reaches_the_model_with_the_next_request(
+    server_factory, connect, model
+):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "60"})
+    project = connect(board)
+    steps = [shell(f"echo step {n}") for n in range(7)]
+    model.add(
+        plan(("Store the theme", "in_progress"), ("Run the tests", "pending")),
+        *steps,
+        plan(("Store the theme", "completed"), ("Run the tests", "completed")),
+        say("Done with both."),
+    )
+
+    result = project.run("Add a dark theme")
+
+    assert result.returncode == 0, project.report(result)
+    reminder = reminder_text(
+        [
+            {"content": "Store the theme", "status": "in_progress"},
+            {"content": "Run the tests", "status": "pending"},
+        ],
+        steps=7,
+    )
+    # The seventh command without a plan update: its hook answers with the reminder, which
+    # Codex hands the model (as a developer message) with the very next request.
+    after = [r for r in model.requests if any(reminder in t for t in r.texts())]
+    assert after, project.report(result)
+    assert after[0] is model.requests[8], project.report(result)
+
+
+def test_a_subagent_gets_its_own_card_with_its_own_checklist(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    task = "Check that the docs mention the dark theme."
+    spawned = spawn_agent(task)
+    model.add(
+        plan(("Delegate the docs check", "in_progress"), ("Store the theme", "pending")),
+        spawned,
+        wait_agent(spawned),
+        say("The docs check is back; pausing here."),
+    )
+    model.add_subagent(
+        task,
+        plan(("Read the docs", "in_progress"), ("Report back", "pending")),
+        plan(("Read the docs", "completed"), ("Report back", "in_progress")),
+        say("The docs mention it."),
+    )
+
+    result = project.run("Add a dark theme")
+
+    assert result.returncode == 0, project.report(result)
+    session_id = project.session_id()
+    agents = {a["agent_id"]: a for a in board_session(board, session_id)["agents"]}
+    assert len(agents) == 2, project.report(result)
+    [sub_id] = [agent_id for agent_id in agents if agent_id != session_id]
+    # Codex names the subagent by its own thread id, with the type it was spawned as; it shows
+    # stopped once its work is over (SubagentStop, or at the latest the session's end).
+    assert agents[sub_id]["agent_type"] == "default"
+    assert agents[sub_id]["status"] == "stopped", project.report(result)
+    todos = board_get(board, f"/api/v1/sessions/{session_id}/agents/{sub_id}/todos")
+    assert [(i["content"], i["status"]) for i in todos["todos"]] == [
+        ("Read the docs", "completed"),
+        ("Report back", "in_progress"),
+    ]
+    assert shown(board, session_id) == [
+        ("Delegate the docs check", "in_progress"),
+        ("Store the theme", "pending"),
+    ]
+    page = Lead(board).get(f"/sessions/{session_id}/")
+    assert "Report back" in page and "Store the theme" in page
+
+
+def test_deny_and_stop_ends_the_turn_and_no_continuation_follows(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "0.5"})
+    project = connect(board, approvals=True)
+    denied = shell("git push --force", escalate=True, justification="Publish the branch.")
+    model.add(
+        plan(("Publish the branch", "in_progress")),
+        denied,
+        say("Stopping as the reviewer asked."),
+    )
+    lead = Lead(board)
+
+    terminal = project.terminal("Publish it")
+    request_id = wait_until(lambda: lead.pending_request_ids(), "the request on the inbox")[0]
+    assert lead.decide_request(request_id, "stop", message="Never force-push main.") == 200
+
+    output = wait_until(lambda: model.output_of(denied), "the denial to reach the model")
+    assert "asked you to stop" in output and "Never force-push main." in output
+    terminal.wait_for("Stopping as the reviewer asked.")
+    session_id = project.session_id()
+    # The turn ended with the step still open, and the enforcer stayed out of it, saying why.
+    board_page = f"/sessions/{session_id}/"
+    wait_until(
+        lambda: "Let it stop: a reviewer denied its command" in lead.get(board_page),
+        "the board to say why the agent was let stop",
+    )
+    assert shown(board, session_id) == [("Publish the branch", "in_progress")]
+    assert not model.received("your todo list still has unfinished tasks"), project.report()
+
+
+def test_codex_asks_to_trust_the_new_hooks_once_and_then_runs_them(server_factory, connect, model):
+    """No bypass: the developer trusts install-codex's hooks when Codex asks, and from then on
+    `codex exec` runs them too."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(plan(("Store the theme", "in_progress")), say("Started."))
+
+    terminal = project.terminal("Add a dark theme", trusted=False)
+    terminal.wait_for("Hooks need review")
+    terminal.wait_for("Trust all and continue")
+    terminal.press("2")  # picks "Trust all and continue"; Enter confirms
+    terminal.answer("Enter", lambda: "Hooks need review" not in terminal.screen(), "the trust")
+    terminal.wait_for("Started.")
+    first = project.session_id()
+    assert shown(board, first) == [("Store the theme", "in_progress")], project.report()
+    terminal.close()
+
+    model.add(plan(("Run the tests", "in_progress")), say("Running."))
+    result = subprocess.run(
+        [str(project.codex), "exec", "--skip-git-repo-check", "Run the tests"],
+        cwd=project.directory,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, project.report(result)
+    second = re.search(r"session id: (\S+)", result.stderr).group(1)
+    assert shown(board, second) == [("Run the tests", "in_progress")], project.report(result)

@@ -1,0 +1,130 @@
+"""The delivery worker inside real `serve` processes: resumed after a kill, and each delivery
+sent once with two processes on one database (PostgreSQL + Redis when DATABASE_URL and
+REDIS_URL are set, as in CI's second run; the shared SQLite file otherwise)."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import signal
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from tests.liveserver import LiveServer
+from tests.notifications.receivers import Receiver, verify_signature
+
+pytestmark = pytest.mark.timeout(300)
+
+FAST = {
+    "AGENTBOARD_WEBHOOK_ALLOW_PRIVATE": "true",
+    "AGENTBOARD_NOTIFY_RETRY_SECONDS": "0.2",
+    "AGENTBOARD_NOTIFY_POLL_SECONDS": "0.2",
+    "AGENTBOARD_NOTIFY_LEASE_SECONDS": "3",
+}
+
+
+def browser_for(server: LiveServer) -> urllib.request.OpenerDirector:
+    """A logged-in browser session of the bootstrapped reviewer."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    login = f"{server.url}/accounts/login/"
+    page = opener.open(login).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    data = {"csrfmiddlewaretoken": token, "username": server.username, "password": server.password}
+    opener.open(
+        urllib.request.Request(
+            login, urllib.parse.urlencode(data).encode(), headers={"Referer": login}
+        )
+    )
+    return opener
+
+
+def add_webhook(server: LiveServer, url: str) -> str:
+    """Through the settings page; returns the signing secret it shows once."""
+    opener = browser_for(server)
+    page = opener.open(f"{server.url}/settings/").read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = [
+        ("csrfmiddlewaretoken", token),
+        ("name", "chat"),
+        ("kind", "json"),
+        ("url", url),
+        ("events", "waiting"),
+    ]
+    answer = (
+        opener.open(
+            urllib.request.Request(
+                f"{server.url}/settings/notifications/webhooks/",
+                urllib.parse.urlencode(form).encode(),
+                headers={"Referer": f"{server.url}/settings/"},
+            )
+        )
+        .read()
+        .decode()
+    )
+    return re.search(
+        r'id="new-secret" class="token-value" type="text" readonly value="([^"]+)"', answer
+    ).group(1)
+
+
+def submit_plan(server: LiveServer, session: str) -> int:
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/sessions/{session}/agents/{session}/plans",
+        json.dumps({"plan": f"# Plan of {session}\n\nDo it."}).encode(),
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)["id"]
+
+
+def accepted(receiver: Receiver, statuses_before: int = 0) -> list[str]:
+    """Delivery ids the receiver answered 200 (every request after the scripted failures)."""
+    return [got.headers["X-Agentboard-Delivery"] for got in receiver.received[statuses_before:]]
+
+
+def test_two_server_processes_send_each_notification_exactly_once(server_factory):
+    receiver = Receiver().start()
+    try:
+        first = server_factory(env=FAST)
+        second = server_factory(shared_with=first, env=FAST)
+        secret = add_webhook(first, f"{receiver.url}/hook")
+        plans = [submit_plan((first, second)[n % 2], f"sess-{n}") for n in range(40)]
+        got = receiver.wait_for(40, timeout=60)
+        # Long enough for either process to have sent any delivery a second time (polls 0.2 s).
+        time.sleep(2)
+        got = list(receiver.received)
+        ids = Counter(item.headers["X-Agentboard-Delivery"] for item in got)
+        assert len(got) == 40, ids.most_common(3)
+        assert set(ids.values()) == {1}
+        assert {item.json()["id"] for item in got} == set(plans)
+        assert all(
+            verify_signature(secret, g.headers["X-Agentboard-Signature"], g.body) for g in got
+        )
+    finally:
+        receiver.stop()
+
+
+def test_a_killed_server_resumes_its_pending_deliveries_when_it_starts_again(server_factory):
+    receiver = Receiver(statuses=[500] * 1000).start()
+    try:
+        server = server_factory(env=FAST)
+        add_webhook(server, f"{receiver.url}/hook")
+        plans = [submit_plan(server, f"sess-{n}") for n in range(5)]
+        receiver.wait_for(5)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(10)
+        with receiver.lock:
+            failed = len(receiver.received)
+            receiver.statuses.clear()
+        server.start()
+        receiver.wait_for(failed + 5, timeout=60)
+        time.sleep(1)
+        delivered = receiver.received[failed:]
+        assert sorted(item.json()["id"] for item in delivered) == sorted(plans)
+    finally:
+        receiver.stop()

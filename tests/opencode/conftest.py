@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+OPENCODE_URL = "/hooks/opencode"
+SESSION = "ses_main0001"
+SUBAGENT = "ses_child0001"
+
+
+def session_event(kind: str, session_id: str = SESSION, **info) -> dict:
+    """A session.created / updated / deleted event as opencode emits it (trimmed)."""
+    return {
+        "type": f"session.{kind}",
+        "properties": {
+            "sessionID": session_id,
+            "info": {"id": session_id, "directory": "/work/shop", "title": "", **info},
+        },
+    }
+
+
+def todo_event(items: list[dict], session_id: str = SESSION) -> dict:
+    return {"type": "todo.updated", "properties": {"sessionID": session_id, "todos": items}}
+
+
+def item(content: str, status: str = "pending", priority: str = "medium") -> dict:
+    return {"content": content, "status": status, "priority": priority}
+
+
+@pytest.fixture
+def opencode(agent_api):
+    """POST an event to the opencode endpoint as the plugin does."""
+
+    def post(payload, headers: dict | None = None):
+        return agent_api.post(OPENCODE_URL, payload, headers=headers)
+
+    return post
+
+
+@pytest.fixture
+async def sync_thread_connections_closed():
+    """Async tests reach the database from asgiref's worker thread; close what it opened, or
+    PostgreSQL refuses to drop the test database at the end of the run."""
+    yield
+    await sync_to_async(connections.close_all)()

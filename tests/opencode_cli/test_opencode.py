@@ -1,0 +1,253 @@
+"""The real opencode CLI with the Agentboard plugin (`agentboard install-opencode`) on a real
+board, a scripted model playing the agent. Each test checks both ends: what the board shows,
+and what the model was told."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.opencode_cli.model_server import say, tool
+from todos.enforcer import continuation_prompt
+
+pytestmark = pytest.mark.opencode_cli
+
+QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
+
+
+def item(content: str, status: str, priority: str = "medium") -> dict[str, str]:
+    return {"content": content, "status": status, "priority": priority}
+
+
+def board_todos(board, session_id: str, agent_id: str | None = None) -> dict:
+    return board_get(board, f"/api/v1/sessions/{session_id}/agents/{agent_id or session_id}/todos")
+
+
+def test_todowrite_shows_the_list_with_cancelled_items_and_priorities(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    todos = [
+        item("Write the parser", "completed", "high"),
+        item("Drop the old parser", "cancelled", "low"),
+        item("Test the parser", "in_progress"),
+        item("Document it", "pending", "low"),
+    ]
+    write = tool("todowrite", {"todos": todos})
+    model.add(write, say("On it."))
+
+    session_id = project.run("Rewrite the parser")
+
+    listed = wait_until(
+        lambda: (found := board_todos(board, session_id))["todos"] and found,
+        "the list on the board",
+    )
+    assert [(t["content"], t["status"], t.get("priority")) for t in listed["todos"]] == [
+        (t["content"], t["status"], t["priority"]) for t in todos
+    ]
+    assert listed["progress"] == {
+        "completed": 1,
+        "in_progress": 1,
+        "pending": 1,
+        "cancelled": 1,
+        "total": 4,
+    }
+    # The model read back its own list from opencode, untouched by the plugin.
+    assert "Drop the old parser" in model.tool_result(write)
+    session = board_get(board, f"/api/v1/sessions/{session_id}")
+    assert session["cwd"] == str(project.directory)
+
+
+def test_opencode_carries_on_when_the_board_cannot_be_reached(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    project.env["AGENTBOARD_URL"] = "http://127.0.0.1:9"  # nothing listens there
+    write = tool("todowrite", {"todos": [item("Write the parser", "in_progress")]})
+    model.add(write, say("All good."))
+
+    project.run("Rewrite the parser")
+
+    assert "Write the parser" in model.tool_result(write)
+    assert any("All good." in output for output in project.outputs)
+
+
+# --- under `opencode serve`: the continuation and permission answers land in the session ------
+
+
+def user_texts(model) -> list[str]:
+    return [text for request in model.loop_requests() for text in request.user_texts()]
+
+
+def test_an_idle_session_with_unfinished_tasks_is_continued_with_the_prompt(
+    server_factory, connect, model
+):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "1"})
+    project = connect(board)
+    todos = [item("Write the parser", "in_progress"), item("Test the parser", "pending")]
+    done = [item("Write the parser", "completed"), item("Test the parser", "completed")]
+    model.add(
+        tool("todowrite", {"todos": todos}),
+        say("I will stop here for now."),
+        tool("todowrite", {"todos": done}),
+        say("Everything is done."),
+    )
+    project.serve()
+    session_id = project.new_session()
+
+    project.prompt(session_id, "Rewrite the parser")
+
+    prompt = continuation_prompt(todos)
+    model.wait_for(lambda m: prompt in user_texts(m), 60, "the continuation prompt")
+    wait_until(
+        lambda: (
+            any("Everything is done." in str(r.messages) for r in model.loop_requests())
+            or len(model.loop_requests()) >= 4
+        ),
+        "the agent to carry on after the continuation",
+    )
+    history = wait_until(
+        lambda: (
+            (page := Lead(board).get(f"/sessions/{session_id}/"))
+            and "Continued the agent" in page
+            and page
+        ),
+        "the continuation in the session's history",
+    )
+    assert "opencode" in history
+    # Everything done: the next idle lets the agent stop, so the prompt came exactly once.
+    wait_until(
+        lambda: board_todos(board, session_id)["progress"]["total"] == 0,
+        "the finished list to clear",
+    )
+    # Each request carries the whole conversation: the newest shows every prompt once.
+    assert model.loop_requests()[-1].user_texts().count(prompt) == 1
+
+
+def test_activity_during_the_countdown_cancels_the_continuation(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "30"})
+    project = connect(board)
+    todos = [item("Write the parser", "in_progress")]
+    model.add(tool("todowrite", {"todos": todos}), say("Stopping."), say("Sure, noted."))
+    project.serve()
+    session_id = project.new_session()
+    project.prompt(session_id, "Rewrite the parser")
+    lead = Lead(board)
+    wait_until(lambda: lead.countdown_ids(session_id), "the countdown on the card")
+
+    project.prompt(session_id, "Also, keep the old parser around.")
+
+    wait_until(
+        lambda: (
+            "Countdown cancelled: the user sent a new prompt"
+            in lead.get(f"/sessions/{session_id}/")
+        ),
+        "the cancelled countdown in the history",
+    )
+    assert continuation_prompt(todos) not in user_texts(model)
+
+
+def test_a_session_driven_by_oh_my_opencode_is_left_to_its_enforcer(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "1"})
+    project = connect(board)
+    todos = [item("Write the parser", "in_progress")]
+    model.add(tool("todowrite", {"todos": todos}), say("Stopping."))
+    project.serve()
+    session_id = project.new_session()
+
+    project.prompt(
+        session_id,
+        "[SYSTEM DIRECTIVE: OH-MY-OPENCODE - TODO CONTINUATION] Continue with the next task.",
+    )
+
+    page = wait_until(
+        lambda: (
+            (page := Lead(board).get(f"/sessions/{session_id}/"))
+            and "Let it stop: oh-my-opencode" in page
+            and page
+        ),
+        "the board to leave the session to oh-my-opencode",
+    )
+    assert "continues this agent with its own enforcer" in page
+    assert continuation_prompt(todos) not in user_texts(model)
+
+
+def ask_first(project) -> None:
+    config = project.directory / "opencode.json"
+    settings = json.loads(config.read_text())
+    settings["permission"] = {"bash": "ask"}
+    config.write_text(json.dumps(settings))
+
+
+def test_a_bash_permission_denied_on_the_inbox_hands_the_model_the_message(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    ask_first(project)
+    call = tool("bash", {"command": "touch note.txt", "description": "Create a note"})
+    model.add(call, say("Understood, I will not."))
+    project.serve()
+    session_id = project.new_session()
+    project.prompt(session_id, "Make a note")
+    lead = Lead(board)
+    request_id = wait_until(lead.pending_request_ids, "the request in the inbox")[0]
+    assert "touch note.txt" in lead.get(f"/inbox/requests/{request_id}/")
+
+    status = lead.decide_request(request_id, "deny", message="Keep the tree clean for now.")
+
+    assert status == 200
+    result = model.wait_for(lambda m: m.tool_result(call), 60, "the tool result")
+    assert "Keep the tree clean for now." in result
+    assert not (project.directory / "note.txt").exists()
+
+
+def test_a_bash_permission_allowed_on_the_inbox_runs_the_command(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    ask_first(project)
+    call = tool("bash", {"command": "touch note.txt", "description": "Create a note"})
+    model.add(call, say("Done."))
+    project.serve()
+    session_id = project.new_session()
+    project.prompt(session_id, "Make a note")
+    lead = Lead(board)
+    request_id = wait_until(lead.pending_request_ids, "the request in the inbox")[0]
+
+    assert lead.decide_request(request_id, "allow") == 200
+
+    model.wait_for(lambda m: m.tool_result(call) is not None, 60, "the tool result")
+    wait_until(lambda: (project.directory / "note.txt").exists(), "the command to run")
+    assert lead.request_status(request_id) == "allowed"
+
+
+def test_a_subagent_shows_as_a_card_of_the_session_that_started_it(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(
+        tool(
+            "task",
+            {
+                "description": "Find the parser",
+                "prompt": "Find where the parser lives and say which file.",
+                "subagent_type": "explore",
+            },
+        ),
+        say("The parser is in src/parser.py."),  # the subagent's own turn
+        say("Found it."),
+    )
+
+    session_id = project.run("Where is the parser?")
+
+    session = wait_until(
+        lambda: (
+            len((found := board_get(board, f"/api/v1/sessions/{session_id}"))["agents"]) > 1
+            and found
+        ),
+        "the subagent's card",
+    )
+    subagent = next(agent for agent in session["agents"] if not agent["main"])
+    assert subagent["agent_type"] == "Explore"
+    assert subagent["agent_id"].startswith("ses_")

@@ -16,9 +16,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 from typing import Any
 
 import django
+from asgiref.sync import iscoroutinefunction
 from channels.routing import ProtocolTypeRouter
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
+from django.urls import Resolver404, get_resolver
 
 django.setup(set_prefix=False)
 
@@ -32,7 +34,7 @@ class AgentHandler(ASGIHandler):
 
     It also leaves out the per-request thread that Django starts for the sync parts of a
     request (`ThreadSensitiveContext`): the agent views are async and their database work
-    runs on the writer and render threads, so starting and joining a thread per hook would be
+    runs on the writer and reading threads, so starting and joining a thread per hook would be
     pure cost. What little sync work remains (the request signals) runs on asgiref's one
     shared sync thread.
     """
@@ -49,7 +51,33 @@ class AgentHandler(ASGIHandler):
         await self.handle(scope, receive, send)
 
 
-page_application = ASGIHandler()
+class PageHandler(ASGIHandler):
+    """Django's ASGI handler for pages; a request for an async view gets no thread of its own.
+
+    Django runs each request inside a `ThreadSensitiveContext`, which starts a thread for its
+    sync parts (the request signals, middleware) and, in it, a database connection. That is
+    what sync views need. An async view (a reviewer's decision, a countdown cancelled) does
+    its database work on the writer and reading threads, so for it the thread would only add
+    its start and a connection to every click; its few sync steps run on asgiref's shared
+    sync thread, as the agents' requests do.
+    """
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if _async_view(scope["path"]):
+            await self.handle(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+
+def _async_view(path: str) -> bool:
+    try:
+        match = get_resolver().resolve(path)
+    except Resolver404:
+        return False
+    return iscoroutinefunction(match.func)
+
+
+page_application = PageHandler()
 agent_application = AgentHandler()
 
 

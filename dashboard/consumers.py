@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from pydantic import ValidationError
 
-from dashboard import live, selectors
+from dashboard import live, reader, selectors
 from dashboard.changes import Outcome
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
@@ -58,7 +58,7 @@ class Consumer(AsyncWebsocketConsumer):
     consumer, a thread hop per message: with a hundred boards open, a thousand a second just
     to fan out live fragments. Our handlers never touch the database on the event loop; what
     reads or writes goes through `database_sync_to_async` (which tidies around each call), the
-    writer or the render thread, each keeping its own connection in order.
+    writer or the reading thread, each keeping its own connection in order.
     """
 
     async def dispatch(self, message: dict[str, Any]) -> None:
@@ -311,7 +311,7 @@ class AgentConsumer(Consumer):
             # below or arrives as an event, never lost.
             await self._watch_plan(plan_pk)
             try:
-                state = await live.read(self._plan_state, plan_pk)
+                state = await reader.read(self._plan_state, plan_pk)
             except ServiceError:
                 self._unwatch_plan(plan_pk)
                 raise

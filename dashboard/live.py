@@ -20,7 +20,7 @@ import asyncio
 import logging
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar
@@ -129,12 +129,6 @@ def close_connection() -> None:
     from django.db import connections
 
     _render_executor.submit(connections.close_all).result(10)
-
-
-async def read(func: Callable[..., T], /, *args: Any) -> T:
-    """Run a short database read on the render thread, so that no request (a held hook, a
-    socket) opens a database connection of its own while it waits."""
-    return await asyncio.wrap_future(_render_executor.submit(func, *args))
 
 
 def publish(changes: Changes, *, loop: asyncio.AbstractEventLoop | None) -> None:

@@ -4,19 +4,31 @@ links built from request headers, and the headers every response carries."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import iscoroutinefunction, sync_to_async
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
+from django.contrib import auth
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.decorators import login_required as django_login_required
+from django.contrib.auth.decorators import user_passes_test
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 from django.http.request import is_same_domain, split_domain_port, validate_host
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
+from django.middleware.csrf import CsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.utils.decorators import sync_and_async_middleware
+
+from dashboard import reader
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -201,3 +213,112 @@ def django_security(get_response: Callable) -> Callable:
         return await inner(request)
 
     return middleware
+
+
+# --- the browser's middleware, without a thread per step under async views ------------------
+#
+# Django runs each of its middleware classes' steps in a thread under an async view: with
+# sessions, CSRF, login and messages that is eight thread hops for a reviewer's click. These
+# subclasses do the same work on the event loop wherever it reads nothing but the request, and
+# take a thread only for what may reach the database (a session to save, messages to store, a
+# CSRF failure page to render). Sync views run them exactly as Django does.
+
+
+class Sessions(SessionMiddleware):
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        self.process_request(request)  # a store that reads the session when first used
+        response = await self.get_response(request)
+        session = getattr(request, "session", None)
+        if session is not None and (session.modified or settings.SESSION_SAVE_EVERY_REQUEST):
+            return await sync_to_async(self.process_response)(request, response)
+        return self.process_response(request, response)  # headers and cookies only
+
+
+class Messages(MessageMiddleware):
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        self.process_request(request)  # a store that reads the messages when first used
+        response = await self.get_response(request)
+        storage = getattr(request, "_messages", None)
+        if storage is not None and (storage.used or storage.added_new):
+            return await sync_to_async(self.process_response)(request, response)
+        return response  # nothing read or added: nothing to store
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Csrf(CsrfViewMiddleware):
+    """The CSRF token is in a cookie (CSRF_USE_SESSIONS is off): checking it and setting it
+    read and write headers only; the failure page is rendered in a thread."""
+
+    def __init__(self, get_response: Callable) -> None:
+        super().__init__(get_response)
+        self.on_the_loop = iscoroutinefunction(get_response) and not settings.CSRF_USE_SESSIONS
+        if self.on_the_loop:
+            self.process_view = self._process_view_on_the_loop  # type: ignore[method-assign]
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        if not self.on_the_loop:
+            return await super().__acall__(request)
+        self.process_request(request)
+        response = await self.get_response(request)
+        return self.process_response(request, response)
+
+    async def _process_view_on_the_loop(
+        self, request: HttpRequest, callback: Callable, args: Any, kwargs: Any
+    ) -> HttpResponse | None:
+        try:
+            return CsrfViewMiddleware.process_view(self, request, callback, args, kwargs)
+        except _Refused as refused:
+            reject = CsrfViewMiddleware._reject
+            return await sync_to_async(reject)(self, request, refused.reason)
+
+    def _reject(self, request: HttpRequest, reason: str) -> HttpResponse:
+        if self.on_the_loop:
+            raise _Refused(reason)
+        return super()._reject(request, reason)
+
+
+def _user_and_permissions(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
+    user = auth.get_user(request)
+    if user.is_active and not user.is_superuser:
+        user.get_all_permissions()  # kept on the user: has_perm() and ahas_perm() read no more
+    return user
+
+
+async def _auser(request: HttpRequest) -> AbstractBaseUser | AnonymousUser:
+    if not hasattr(request, "_acached_user"):
+        request._acached_user = await reader.read(_user_and_permissions, request)
+    return request._acached_user
+
+
+class Authentication(AuthenticationMiddleware):
+    """Django's AuthenticationMiddleware, with async views' user read on the reading thread.
+
+    Django's `request.auser()` reads the session, then the user, each in a thread of the
+    request's own that connects to the database first; `ahas_perm()` reads the permissions
+    the same way. Here all of it is one call on the reading thread's open connection
+    (`dashboard.reader`), and the permissions stay on the user. Sync views keep Django's lazy
+    `request.user`. Setting the two attributes touches nothing, so under async views it runs
+    on the event loop.
+    """
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        self.process_request(request)
+        request.auser = partial(_auser, request)
+        return await self.get_response(request)
+
+
+async def _signed_in(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return user.is_authenticated
+
+
+def login_required(view: Callable) -> Callable:
+    """Django's login_required; for an async view the check runs on the event loop (Django
+    hands its plain test function to a thread)."""
+    if iscoroutinefunction(view):
+        return user_passes_test(_signed_in)(view)
+    return django_login_required(view)

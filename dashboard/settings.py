@@ -135,22 +135,23 @@ INSTALLED_APPS = [
     "dashboard.notifications",
 ]
 
-# Django's middleware that only sets headers runs on the event loop under async views
-# (`dashboard.security.on_the_loop`); the rest as Django runs it. `check --deploy` looks for
-# SecurityMiddleware and XFrameOptionsMiddleware by name: they are here, wrapped
-# (tests/dashboard/test_security.py checks their headers).
-SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002"]
+# Django's middleware runs on the event loop under async views wherever it reads only the
+# request (`dashboard.security`): the header-only ones wrapped by `on_the_loop`, sessions, CSRF,
+# login and messages as subclasses. `check --deploy` looks for SecurityMiddleware,
+# XFrameOptionsMiddleware and CsrfViewMiddleware by name: they are here, wrapped or subclassed
+# (tests/dashboard/test_security.py checks their headers and the CSRF refusal).
+SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]
 MIDDLEWARE = [
     "dashboard.security.django_security",
     "servestatic.middleware.ServeStaticMiddleware",
     # After the static files (they keep their own caching), before the session and CSRF
     # middleware (so it sees their cookies).
     "dashboard.security.security_headers",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "dashboard.security.Sessions",
     "dashboard.security.django_common",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "dashboard.security.Csrf",
+    "dashboard.security.Authentication",
+    "dashboard.security.Messages",
     "dashboard.security.django_clickjacking",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",

@@ -7,7 +7,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_POST
 from dashboard import selectors
 from dashboard.models import AgentToken, Client, Session
 from dashboard.notifications.views import settings_context as notification_settings
+from dashboard.security import login_required
 from dashboard.writer import write
 from todos import enforcer
 from todos.models import Continuation

@@ -5,7 +5,7 @@ A click handled by any server process wakes them: decision waiters through `dash
 also re-reads the database when a push was lost), countdowns through their channel layer group.
 Each subscribes before it reads the database: a change committed in between is then either in
 what it reads or on its way, never lost. Waiting holds no database connection: the few reads
-run on the render thread. A graceful stop lets every waiter go at once.
+run on the reading thread (`dashboard.reader`). A graceful stop lets every waiter go at once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard import live
+from dashboard import live, reader
 from dashboard.watch import PERMISSION, PLAN, watch_for
 from dashboard.writer import write
 from planmode.models import PermissionRequest, Plan
@@ -61,7 +61,7 @@ async def wait_for_decision(pk: int, timeout: float, kind: str = PLAN) -> dict[s
     # read or on its way, never lost.
     try:
         await watch.add(pk, waiter, kind)
-        state = await live.read(_state_now, kind, pk)
+        state = await reader.read(_state_now, kind, pk)
         if state is None or state["status"] != "pending":
             return state
         try:
@@ -85,7 +85,7 @@ async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> No
     await layer.group_add(group, channel)
     stopping = watch_for().stopping
     try:
-        if await live.read(_continuation_status, continuation_pk) != Continuation.Status.COUNTING:
+        if await reader.read(_continuation_status, continuation_pk) != Continuation.Status.COUNTING:
             return
         waits = {
             asyncio.ensure_future(layer.receive(channel)),

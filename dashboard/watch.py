@@ -150,7 +150,7 @@ class Watch:
                     self.decided(message[id_field], state, kind)
 
     async def _sweep(self) -> None:
-        from dashboard.live import read
+        from dashboard.reader import read
 
         while self.waiting and not self.stopping.is_set():
             await asyncio.sleep(settings.AGENTBOARD_DECISION_RESYNC_SECONDS)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard.errors import ServiceError
 from dashboard.models import Session
+from dashboard.security import login_required
 from dashboard.writer import write, write_sync
 from planmode import inbox as selectors
 from planmode.permissions import (

@@ -237,14 +237,15 @@ def plan_decide(
             detail=[{"loc": ["feedback"], "msg": problem}],
         )
     with transaction.atomic(savepoint=False):
-        plan = (
-            Plan.objects.select_for_update(of=("self",))
-            .select_related("session", "agent", "agent__session", "decided_by")
-            .filter(pk=plan_id)
-            .first()
-        )
-        if plan is None:
-            raise _not_found(plan_id)
+        try:
+            plan = (
+                Plan.objects.select_for_update(of=("self",))
+                .select_related("session", "agent")
+                .get(pk=plan_id)
+            )
+        except Plan.DoesNotExist:
+            raise _not_found(plan_id) from None
+        plan.agent.session = plan.session  # the plan's agent works in the plan's session
         annotations = plan_annotations(plan) if plan.is_pending else []
         if not approve and not feedback and not annotations:
             raise ServiceError(

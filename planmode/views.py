@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from dashboard.errors import ServiceError
+from dashboard.security import login_required
 from dashboard.writer import write
 from planmode import fragments, selectors, services
 from planmode.markdown import plain_text, render_plan_page

@@ -80,16 +80,17 @@ def a_channel_layer_per_test():
 
 @pytest.fixture(autouse=True)
 def renders_finished_before_the_flush(request):
-    """A test may end while the render thread still reads what it wrote (the publisher's
+    """A test may end while the render or reading thread still reads what it wrote (the publisher's
     coalesced flush). On PostgreSQL a join running beside the test's TRUNCATE can deadlock with
     it, so the database test waits for queued renders first (set up after the database, so
     torn down before its flush)."""
     if request.node.get_closest_marker("django_db") or "transactional_db" in request.fixturenames:
         request.getfixturevalue("_django_db_helper")
     yield
-    from dashboard import live
+    from dashboard import live, reader
 
     live.drain()
+    reader.drain()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -109,11 +110,12 @@ def writer_and_render_connections_closed(django_db_setup):
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
-    from dashboard import live
+    from dashboard import live, reader
     from dashboard.writer import writer
 
     writer.stop()
     live.close_connection()
+    reader.close_connection()
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(10)
 
 

@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -28,6 +27,7 @@ from dashboard.notifications.messages import cut
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
 from dashboard.notifications.safety import UnsafeURL, check_form, check_url, mask_url
 from dashboard.notifications.senders import new_client, public_key, send_webhook
+from dashboard.security import login_required
 from planmode.inbox import inbox_items
 from planmode.permissions import audience_of, is_reviewer
 from todos.models import Continuation

@@ -36,7 +36,7 @@ class Command(BaseCommand):
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
-        from dashboard import live
+        from dashboard import live, reader
         from dashboard.server import AgentboardServer
         from dashboard.writer import writer
 
@@ -54,6 +54,7 @@ class Command(BaseCommand):
             # Everything answered has been committed; finish anything queued after it.
             writer.stop()
             live.close_connection()
+            reader.close_connection()
         self.stdout.write("Agentboard stopped.")
 
     def _bootstrap(self, *, host: str, port: int) -> None:

@@ -53,17 +53,29 @@
     try { localStorage.setItem(SEEN, JSON.stringify(kept)); } catch (e) { /* not remembered */ }
   }
 
+  /* One open tab shows the notifications: the one holding the lock (the first opened; when it
+     closes, the next one takes over). Without Web Locks every tab shows them. */
+  var leading = !("locks" in navigator);
+  if (!leading) {
+    navigator.locks.request("agentboard.notifier", function () {
+      leading = true;
+      return new Promise(function () { /* held while this page is open */ });
+    });
+  }
+
   var checking = false;
   var again = false;
   function check(announce) {
     if (!notifyOn() || !document.getElementById("plans-waiting")) return;
+    // Another tab is the one that shows them (and remembers what it showed).
+    if (announce && !leading) return;
     if (checking) { again = true; return; }
     checking = true;
     fetch("/settings/notifications/waiting.json", { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) { return response.ok ? response.json() : { items: [] }; })
       .then(function (data) {
         data.items.forEach(function (item) {
-          // Read again for each item: another tab may have just shown it.
+          // Read again for each item: a tab that showed it may have closed meanwhile.
           if (seen()[item.key]) return;
           remember([item.key]);
           if (!announce) return;

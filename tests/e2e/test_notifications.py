@@ -88,7 +88,7 @@ def test_a_new_plan_notifies_once_and_the_reviewers_own_decision_does_not(
             "() => document.getElementById('plans-waiting').dataset.count === '1'"
         )
         later = submit_plan(server, "sess-later", "Later plan")
-        # Two open tabs: whichever hears of it first shows it, the other one does not.
+        # Two open tabs: one shows it (the first opened), the other one does not.
         count = "tag => (window.__notes || []).filter(n => n.tag === tag).length"
         page.wait_for_function(
             "key => (localStorage.getItem('agentboard.notified') || '').includes(key)",
@@ -105,6 +105,13 @@ def test_a_new_plan_notifies_once_and_the_reviewers_own_decision_does_not(
 
         page.evaluate("() => window.__noteObjects[0].onclick()")
         page.wait_for_url(f"{server.url}/plans/{plan}/")
+
+        # The tab that showed them closes: the other one takes over.
+        page.close()
+        last = submit_plan(server, "sess-last", "Last plan")
+        review.wait_for_function(
+            "tag => (window.__notes || []).some(n => n.tag === tag)", arg=f"plan-{last}"
+        )
         review.close()
     finally:
         context.close()

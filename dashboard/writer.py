@@ -122,7 +122,9 @@ class Writer:
                     if not job.future.set_running_or_notify_cancel():
                         continue
                     try:
-                        with transaction.atomic():
+                        # A savepoint keeps a refused write from taking the others down; a
+                        # write alone needs none (if it fails, nothing is committed).
+                        with transaction.atomic(savepoint=len(batch) > 1):
                             result = job.func(**job.kwargs)
                             # Its notifications commit with it (nothing to do: no query).
                             outbox.enqueue(changes_of(result))

@@ -7,7 +7,7 @@ import threading
 import urllib.parse
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from channels.testing import HttpCommunicator
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
@@ -178,3 +178,26 @@ async def test_the_reading_thread_reconnects_after_a_database_error(db):
 
     assert await reader.read(lambda: connection.connection is None)
     assert await reader.read(User.objects.count) == 0
+
+
+async def test_a_decision_leaves_the_event_loop_only_for_its_read_and_its_write(
+    plans, permitted_reviewer, monkeypatch
+):
+    """Django would hand each step of its middleware, the login check and the request signals
+    to a thread: ten hops per click. Its read and its write go to their own long-lived
+    threads; what is left is the database connections' tidy-up once the answer is out."""
+    cookie = await sync_to_async(signed_in)(permitted_reviewer)
+    assert (await decide(plans[0], cookie))["status"] == 302
+    hops: list[str] = []
+    hop = SyncToAsync.__call__
+
+    async def counting(self: SyncToAsync, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await hop(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", counting)
+    response = await decide(plans[1], cookie)
+
+    assert response["status"] == 302
+    # At most the response's close (request_finished: close_old_connections), once it is out.
+    assert hops in ([], ["HttpResponseRedirect.close"])

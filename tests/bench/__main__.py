@@ -298,7 +298,7 @@ async def decisions(server: LiveServer, rounds: int, idle: int) -> None:
     browser = login(server)
     quiet = await idle_agent_sockets(server, idle)
     reviewer = await Connection.open(server.port)
-    to_socket, to_hook, post = Run(), Run(), Run()
+    to_socket, to_hook, post, noop = Run(), Run(), Run(), Run()
     try:
         async with websockets.connect(f"{server.ws_url}/ws/agent/?token={server.token}") as agent:
             frames: asyncio.Queue[tuple[float, dict]] = asyncio.Queue()
@@ -337,9 +337,22 @@ async def decisions(server: LiveServer, rounds: int, idle: int) -> None:
             reader.cancel()
         for n in range(max(1, rounds // 4)):
             to_hook.latencies.append(await held_hook_round(server, browser, reviewer, n))
+        # The floor at this pace: an empty request from the same browser, a click's time
+        # apart (a machine idle between clicks answers slower than one under steady load).
+        empty = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {browser['cookie']}\r\n\r\n"
+        for _ in range(rounds):
+            await asyncio.sleep(0.1)
+            started = time.perf_counter()
+            await reviewer.send(empty.encode())
+            noop.latencies.append(time.perf_counter() - started)
     finally:
         reviewer.close()
         await close_all(quiet)
+    row(
+        "async no-op view at the same pace (/healthz): p50",
+        f"{noop.p50:5.1f} ms",
+        "the reference: one request 0.1 s after the last",
+    )
     row(
         "approve → waiting agent socket: p50 / p99",
         f"{to_socket.p50:5.1f} / {to_socket.percentile(0.99):5.1f} ms",

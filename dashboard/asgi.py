@@ -26,13 +26,19 @@ from django.urls import Resolver404, get_resolver
 
 django.setup(set_prefix=False)
 
-# At the start of each request Django closes the database connections of the thread that runs
-# its sync code, and clears their query log: a thread hop for every request. Under this server
-# that thread is either new (a sync page's own thread, with nothing to close yet) or asgiref's
-# shared thread, whose connections the end of every request closes (`request_finished` keeps
-# its receiver). Only the hop would remain, on the way of every hook and every decision.
-signals.request_started.disconnect(close_old_connections)
-signals.request_started.disconnect(reset_queries)
+
+def skip_the_request_started_hop() -> None:
+    """At the start of each request Django closes the database connections of the thread that
+    runs its sync code, and clears their query log: a thread hop for every request. Under this
+    server that thread is either new (a sync page's own thread, with nothing to close yet) or
+    asgiref's shared thread, whose connections the end of every request closes
+    (`request_finished` keeps its receiver). Only the hop would remain, on the way of every hook
+    and every decision."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_started.disconnect(reset_queries)
+
+
+skip_the_request_started_hop()
 
 # Paths only agents use; the API's reference page is a page, in the dashboard's layout.
 AGENT_PATHS = ("/hooks/", "/api/v1/")

@@ -4,6 +4,8 @@ endpoints skip the browser's middleware and Django's thread per request, pages k
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -118,3 +120,17 @@ async def test_both_stacks_answer_liveness(token):
         response = await call("GET", path)
         assert response["status"] == 200
         assert json.loads(response["body"]) == {"status": "ok"}
+
+
+def test_the_server_starts_requests_without_a_thread_hop():
+    """Importing the ASGI application leaves `request_started` without receivers (see
+    `dashboard.asgi.skip_the_request_started_hop`); checked in a process of its own, since
+    Django's test client connects them again."""
+    code = (
+        "import dashboard.asgi; from django.core import signals; "
+        "print(len(signals.request_started._live_receivers(None)[0]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "0"

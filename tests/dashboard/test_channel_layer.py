@@ -4,7 +4,9 @@ most once a second instead of on every message."""
 from __future__ import annotations
 
 import asyncio
+import os
 
+import pytest
 from channels.layers import InMemoryChannelLayer as ChannelsInMemoryChannelLayer
 from channels.layers import get_channel_layer
 
@@ -12,6 +14,9 @@ from dashboard import channel_layer
 from dashboard.channel_layer import InMemoryChannelLayer
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get("REDIS_URL")), reason="With REDIS_URL set the layer is channels_redis."
+)
 def test_the_embedded_default_uses_it():
     assert type(get_channel_layer()) is InMemoryChannelLayer
 

@@ -12,13 +12,14 @@ from channels.testing import HttpCommunicator
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.contrib.sessions.backends.db import SessionStore
-from django.db import OperationalError, connection
+from django.core import signals
+from django.db import OperationalError, close_old_connections, connection, reset_queries
 from django.db.backends.signals import connection_created
 from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
 from django.shortcuts import resolve_url
 
 from dashboard import reader
-from dashboard.asgi import application
+from dashboard.asgi import application, skip_the_request_started_hop
 from planmode.models import Plan
 from tests.domain import plan_submit
 
@@ -180,8 +181,18 @@ async def test_the_reading_thread_reconnects_after_a_database_error(db):
     assert await reader.read(User.objects.count) == 0
 
 
+@pytest.fixture
+def request_signals_as_served():
+    """The request signals as `dashboard.asgi` leaves them in the server (Django's test client,
+    used by other tests in this process, connects the start's receiver again)."""
+    skip_the_request_started_hop()
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_started.connect(reset_queries)
+
+
 async def test_a_decision_leaves_the_event_loop_only_for_its_read_and_its_write(
-    plans, permitted_reviewer, monkeypatch
+    plans, permitted_reviewer, monkeypatch, request_signals_as_served
 ):
     """Django would hand each step of its middleware, the login check and the request signals
     to a thread: ten hops per click. Its read and its write go to their own long-lived

@@ -44,6 +44,21 @@ class LiveServer:
     def ws_url(self) -> str:
         return self.url.replace("http://", "ws://")
 
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """Read the server's database directly (its SQLite file or PostgreSQL); `%s`
+        placeholders."""
+        url = self.env.get("DATABASE_URL", "")
+        if url.startswith("postgres"):
+            import psycopg
+
+            with psycopg.connect(url) as connection:
+                return connection.execute(sql, params).fetchall()
+        import sqlite3
+
+        database = Path(self.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
+        with sqlite3.connect(database) as connection:
+            return connection.execute(sql.replace("%s", "?"), params).fetchall()
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

@@ -461,31 +461,12 @@ async def held_hook_round(server: LiveServer, browser: dict, reviewer: Connectio
 
 
 def _latest_plan_id(server: LiveServer, session: str) -> int | None:
-    import sqlite3
-
-    database = Path(server.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
-    with sqlite3.connect(database) as connection:
-        found = connection.execute(
-            "SELECT p.id FROM planmode_plan p JOIN dashboard_session s ON p.session_id = s.id "
-            "WHERE s.session_id = ? AND p.status = 'pending'",
-            (session,),
-        ).fetchone()
-    return found[0] if found else None
-
-
-def _query(server: LiveServer, sql: str, params: tuple) -> list[tuple]:
-    """Read the server's database directly (SQLite file or PostgreSQL); `%s` placeholders."""
-    url = server.env.get("DATABASE_URL", "")
-    if url.startswith("postgres"):
-        import psycopg
-
-        with psycopg.connect(url) as connection:
-            return connection.execute(sql, params).fetchall()
-    import sqlite3
-
-    database = Path(server.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
-    with sqlite3.connect(database) as connection:
-        return connection.execute(sql.replace("%s", "?"), params).fetchall()
+    found = server.query(
+        "SELECT p.id FROM planmode_plan p JOIN dashboard_session s ON p.session_id = s.id "
+        "WHERE s.session_id = %s AND p.status = 'pending'",
+        (session,),
+    )
+    return found[0][0] if found else None
 
 
 async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label: str) -> None:
@@ -544,12 +525,12 @@ async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label
         await asyncio.sleep(0.2)
         plan_ids = [
             found
-            for (found,) in await asyncio.to_thread(_query, first, pending_sql, (f"held-{tag}-%",))
+            for (found,) in await asyncio.to_thread(first.query, pending_sql, (f"held-{tag}-%",))
         ]
     answered_early = sum(1 for hook in hooks if hook.done())
     if first.env.get("DATABASE_URL", "").startswith("postgres"):
         sql = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        [(connections,)] = await asyncio.to_thread(_query, first, sql, ())
+        [(connections,)] = await asyncio.to_thread(first.query, sql)
         row(
             f"database connections while {held} hooks are held",
             f"{connections - 1:6d}",

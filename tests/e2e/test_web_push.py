@@ -8,7 +8,6 @@ the subscription's keys are the local push service's."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 import pytest
@@ -53,9 +52,7 @@ def test_a_plan_reaches_the_service_worker_as_a_notification(chromium, server_fa
         )
         with urllib.request.urlopen(request) as response:
             plan = json.load(response)["id"]
-        deadline = time.monotonic() + 30
-        while not push.messages and time.monotonic() < deadline:
-            time.sleep(0.05)
+        push.receiver.wait_for(1, timeout=30)
         assert push.problems == []
         [message] = push.messages
 

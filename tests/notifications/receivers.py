@@ -48,6 +48,12 @@ class Receiver:
     handle: Any = None  # a function (Received) -> (status, body), for the push service
     server: ThreadingHTTPServer | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Notified each time a request has been handled (`handle` included).
+    handled: threading.Condition = field(init=False)
+    answered: int = 0
+
+    def __post_init__(self) -> None:
+        self.handled = threading.Condition(self.lock)
 
     @property
     def url(self) -> str:
@@ -67,6 +73,9 @@ class Receiver:
                 body = receiver.answer
                 if receiver.handle is not None:
                     status, body = receiver.handle(got)
+                with receiver.handled:
+                    receiver.answered += 1
+                    receiver.handled.notify_all()
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")
                 self.send_header("Content-Length", str(len(body)))
@@ -86,13 +95,11 @@ class Receiver:
             self.server.server_close()
 
     def wait_for(self, count: int, timeout: float = 20) -> list[Received]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if len(self.received) >= count:
-                    return list(self.received)
-            time.sleep(0.02)
-        raise AssertionError(f"expected {count} requests, got {len(self.received)}")
+        """Every request once `count` have been handled."""
+        with self.handled:
+            if not self.handled.wait_for(lambda: self.answered >= count, timeout):
+                raise AssertionError(f"expected {count} requests, got {len(self.received)}")
+            return list(self.received)
 
 
 # --- a push service stub -----------------------------------------------------------------------

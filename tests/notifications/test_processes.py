@@ -82,6 +82,16 @@ def submit_plan(server: LiveServer, session: str) -> int:
         return json.load(response)["id"]
 
 
+def all_sent(server: LiveServer, count: int) -> None:
+    """Wait until the database has `count` deliveries and every one is sent: after that no
+    process picks any of them again."""
+    sql = "SELECT count(*), count(*) FILTER (WHERE status = 'sent') FROM notifications_delivery"
+    deadline = time.monotonic() + 60
+    while server.query(sql) != [(count, count)]:
+        assert time.monotonic() < deadline, server.query(sql)
+        time.sleep(0.1)
+
+
 def accepted(receiver: Receiver, statuses_before: int = 0) -> list[str]:
     """Delivery ids the receiver answered 200 (every request after the scripted failures)."""
     return [got.headers["X-Agentboard-Delivery"] for got in receiver.received[statuses_before:]]
@@ -94,9 +104,8 @@ def test_two_server_processes_send_each_notification_exactly_once(server_factory
         second = server_factory(shared_with=first, env=FAST)
         secret = add_webhook(first, f"{receiver.url}/hook")
         plans = [submit_plan((first, second)[n % 2], f"sess-{n}") for n in range(40)]
-        got = receiver.wait_for(40, timeout=60)
-        # Long enough for either process to have sent any delivery a second time (polls 0.2 s).
-        time.sleep(2)
+        receiver.wait_for(40, timeout=60)
+        all_sent(first, 40)
         got = list(receiver.received)
         ids = Counter(item.headers["X-Agentboard-Delivery"] for item in got)
         assert len(got) == 40, ids.most_common(3)
@@ -123,7 +132,7 @@ def test_a_killed_server_resumes_its_pending_deliveries_when_it_starts_again(ser
             receiver.statuses.clear()
         server.start()
         receiver.wait_for(failed + 5, timeout=60)
-        time.sleep(1)
+        all_sent(server, 5)
         delivered = receiver.received[failed:]
         assert sorted(item.json()["id"] for item in delivered) == sorted(plans)
     finally:

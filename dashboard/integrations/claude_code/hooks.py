@@ -8,6 +8,7 @@ in short `sync_to_async` calls around the wait.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -103,26 +104,41 @@ ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"}
 
 # --- the view ------------------------------------------------------------------------------
 
+AgentView = Callable[[HttpRequest, AbstractBaseUser], Awaitable[JsonResponse]]
 
-# Exempt from CSRF because this endpoint never looks at cookies: it authenticates each request
-# by its bearer token, which a forged cross-site request cannot carry.
-@csrf_exempt
-async def claude_code_hook(request: HttpRequest) -> JsonResponse:
-    if request.method != "POST":
-        return error_response(
-            ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
-        )
-    owner = await token_owner(bearer_token(request))
-    if owner is None:
-        return error_response(unauthenticated())
-    try:
-        payload = read_payload(request)
-        handler = _handler_for(payload)
-        if handler is None:
-            return JsonResponse({})
-        return JsonResponse(await handler(owner, payload))
-    except ServiceError as error:
-        return error_response(error)
+
+def agent_endpoint(post_only: str) -> Callable[[AgentView], Callable[..., Awaitable[JsonResponse]]]:
+    """A hook endpoint of any agent: POST only (`post_only` says so otherwise), authenticated
+    by the request's bearer token, the view called with the token's owner and its refusals
+    answered as JSON. Exempt from CSRF because it never looks at cookies: a forged cross-site
+    request cannot carry the token."""
+
+    def decorate(view: AgentView) -> Callable[..., Awaitable[JsonResponse]]:
+        @csrf_exempt
+        @functools.wraps(view)
+        async def endpoint(request: HttpRequest) -> JsonResponse:
+            if request.method != "POST":
+                return error_response(ServiceError("method_not_allowed", post_only, status=405))
+            owner = await token_owner(bearer_token(request))
+            if owner is None:
+                return error_response(unauthenticated())
+            try:
+                return await view(request, owner)
+            except ServiceError as error:
+                return error_response(error)
+
+        return endpoint
+
+    return decorate
+
+
+@agent_endpoint("Send hook input with POST.")
+async def claude_code_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
+    payload = read_payload(request)
+    handler = _handler_for(payload)
+    if handler is None:
+        return JsonResponse({})
+    return JsonResponse(await handler(owner, payload))
 
 
 def bearer_token(request: HttpRequest) -> str | None:

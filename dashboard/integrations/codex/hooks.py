@@ -20,10 +20,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.changes import Changes, Outcome
-from dashboard.errors import ServiceError, unauthenticated
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
 from dashboard.integrations.codex.schemas import (
@@ -34,7 +32,6 @@ from dashboard.integrations.codex.schemas import (
     UpdatePlanToolInput,
 )
 from dashboard.models import Agent
-from dashboard.services import token_owner
 from dashboard.waiting import stop_hook_answer
 from dashboard.writer import write
 from planmode.models import PermissionRequest, RequestStatus
@@ -53,31 +50,20 @@ STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
 OPEN = frozenset({"pending", "in_progress"})
 
 
-# Exempt from CSRF for the reason Claude Code's endpoint is: a bearer token, never a cookie.
-@csrf_exempt
-async def codex_hook(request: HttpRequest) -> JsonResponse:
-    if request.method != "POST":
-        return shared.error_response(
-            ServiceError("method_not_allowed", "Send hook input with POST.", status=405)
-        )
-    owner = await token_owner(shared.bearer_token(request))
-    if owner is None:
-        return shared.error_response(unauthenticated())
-    try:
-        payload = shared.read_payload(request)
-        picked = shared.validate(HookEvent, payload)
-        event, tool = picked.hook_event_name, picked.tool_name
-        if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
-            return JsonResponse(await _lifecycle(owner, payload))
-        if event in STOP_EVENTS:
-            return JsonResponse(await _stop(owner, payload))
-        if event == "PostToolUse":
-            return JsonResponse(await _plan_updated(owner, payload))
-        if event == "PermissionRequest":
-            return JsonResponse(await _permission_request(owner, payload))
-        return JsonResponse({})
-    except ServiceError as error:
-        return shared.error_response(error)
+@shared.agent_endpoint("Send hook input with POST.")
+async def codex_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
+    payload = shared.read_payload(request)
+    picked = shared.validate(HookEvent, payload)
+    event, tool = picked.hook_event_name, picked.tool_name
+    if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
+        return JsonResponse(await _lifecycle(owner, payload))
+    if event in STOP_EVENTS:
+        return JsonResponse(await _stop(owner, payload))
+    if event == "PostToolUse":
+        return JsonResponse(await _plan_updated(owner, payload))
+    if event == "PermissionRequest":
+        return JsonResponse(await _permission_request(owner, payload))
+    return JsonResponse({})
 
 
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:

@@ -19,13 +19,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.changes import Changes, Outcome
-from dashboard.errors import ServiceError, unauthenticated
 from dashboard.integrations.claude_code.hooks import (
-    bearer_token,
-    error_response,
+    agent_endpoint,
     held,
     hold_permission,
     read_payload,
@@ -50,7 +47,6 @@ from dashboard.services import (
     agent_resolve_for_update,
     agent_touch,
     session_describe,
-    token_owner,
 )
 from dashboard.waiting import stop_hook_answer
 from dashboard.writer import write
@@ -67,29 +63,17 @@ SUBAGENT_TITLE = re.compile(r"\(@([\w.-]{1,100}) subagent\)\s*$")
 TOOL_NAMES = {"bash": "Bash", "edit": "Edit", "write": "Write", "webfetch": "WebFetch"}
 
 
-# Exempt from CSRF because this endpoint never looks at cookies: it authenticates each request
-# by its bearer token, which a forged cross-site request cannot carry.
-@csrf_exempt
-async def opencode_hook(request: HttpRequest) -> JsonResponse:
-    if request.method != "POST":
-        return error_response(
-            ServiceError("method_not_allowed", "Send opencode events with POST.", status=405)
-        )
-    owner = await token_owner(bearer_token(request))
-    if owner is None:
-        return error_response(unauthenticated())
-    try:
-        payload = read_payload(
-            request,
-            what="opencode event",
-            shape="Send each opencode event as a JSON object with a 'type' and 'properties'.",
-        )
-        if validate(EventType, payload).type not in HANDLED:
-            return JsonResponse({})
-        event = validate(Envelope, {"event": payload}).event
-        return JsonResponse(await _handle(owner, event))
-    except ServiceError as error:
-        return error_response(error)
+@agent_endpoint("Send opencode events with POST.")
+async def opencode_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
+    payload = read_payload(
+        request,
+        what="opencode event",
+        shape="Send each opencode event as a JSON object with a 'type' and 'properties'.",
+    )
+    if validate(EventType, payload).type not in HANDLED:
+        return JsonResponse({})
+    event = validate(Envelope, {"event": payload}).event
+    return JsonResponse(await _handle(owner, event))
 
 
 async def _handle(owner: AbstractBaseUser, event: Any) -> dict[str, Any]:

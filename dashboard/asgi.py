@@ -22,7 +22,8 @@ from django.conf import settings
 from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections, reset_queries
-from django.urls import Resolver404, get_resolver
+from django.http import HttpRequest
+from django.urls import Resolver404, ResolverMatch, get_resolver
 
 django.setup(set_prefix=False)
 
@@ -79,18 +80,26 @@ class PageHandler(ASGIHandler):
     """
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if _async_view(scope["path"]):
+        try:
+            match = get_resolver().resolve(scope["path"])
+        except Resolver404:
+            match = None
+        # Kept for `resolve_request`, so that the path is resolved once.
+        scope[RESOLVED] = (scope["path"], match)
+        if match is not None and iscoroutinefunction(match.func):
             await self.handle(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
 
+    def resolve_request(self, request: HttpRequest) -> ResolverMatch:
+        path, match = request.scope.get(RESOLVED, (None, None))
+        if match is None or path != request.path_info or hasattr(request, "urlconf"):
+            return super().resolve_request(request)
+        request.resolver_match = match
+        return match
 
-def _async_view(path: str) -> bool:
-    try:
-        match = get_resolver().resolve(path)
-    except Resolver404:
-        return False
-    return iscoroutinefunction(match.func)
+
+RESOLVED = "agentboard.resolved"
 
 
 page_application = PageHandler()

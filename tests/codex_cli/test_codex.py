@@ -240,6 +240,13 @@ def test_deny_and_stop_ends_the_turn_and_no_continuation_follows(server_factory,
     assert not model.received("your todo list still has unfinished tasks"), project.report()
 
 
+def trust_all_selected(screen: str) -> bool:
+    return any(
+        line.strip().startswith("›") and "Trust all and continue" in line
+        for line in screen.splitlines()
+    )
+
+
 def test_codex_asks_to_trust_the_new_hooks_once_and_then_runs_them(server_factory, connect, model):
     """No bypass: the developer trusts install-codex's hooks when Codex asks, and from then on
     `codex exec` runs them too."""
@@ -250,7 +257,10 @@ def test_codex_asks_to_trust_the_new_hooks_once_and_then_runs_them(server_factor
     terminal = project.terminal("Add a dark theme", trusted=False)
     terminal.wait_for("Hooks need review")
     terminal.wait_for("Trust all and continue")
-    terminal.press("2")  # picks "Trust all and continue"; Enter confirms
+    # "2" picks "Trust all and continue", Enter confirms. Codex ignores keys for a moment after
+    # the dialog opens: press "2" until the option is the selected one (a lost "2" would let
+    # Enter open the hooks' review list instead).
+    terminal.answer("2", lambda: trust_all_selected(terminal.screen()), "Trust all selected")
     terminal.answer("Enter", lambda: "Hooks need review" not in terminal.screen(), "the trust")
     terminal.wait_for("Started.")
     first = project.session_id()

@@ -241,7 +241,7 @@ def test_deny_and_stop_ends_the_turn_and_no_continuation_follows(server_factory,
 
 
 def trust_all_selected(screen: str) -> bool:
-    # Codex marks the selected option with "›" (U+203A).
+    # Codex marks the selected option with a right-pointing angle quote (U+203A).
     return any(
         line.strip().startswith("\u203a") and "Trust all and continue" in line
         for line in screen.splitlines()

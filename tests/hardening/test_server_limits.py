@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 
 import pytest
@@ -83,6 +85,33 @@ def test_connections_that_trickle_their_headers_are_answered_408_and_closed(serv
             assert closed_after < ARRIVAL_SECONDS + 1.5
 
     run_async(scenario())
+
+
+def test_a_burst_of_connections_waits_in_the_backlog_while_the_server_is_busy(server):
+    """A thousand agents reconnecting after a restart arrive at once. While the server cannot
+    accept them (here: paused), the kernel holds them in the listen backlog; one too short
+    (Twisted's default is 50) drops the rest, and each of those waits a second or more to retry."""
+    burst = 300
+
+    async def scenario() -> list[bool]:
+        async def connect() -> bool:
+            try:
+                _, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", server.port), 2
+                )
+            except TimeoutError:
+                return False
+            writer.close()
+            return True
+
+        return await asyncio.gather(*(connect() for _ in range(burst)))
+
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        connected = run_async(scenario())
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    assert sum(connected) == burst
 
 
 def test_an_idle_keep_alive_connection_is_not_cut_by_the_arrival_deadline(server):

@@ -10,6 +10,9 @@ from django.db import transaction
 
 from dashboard.models import AgentToken
 
+# Connections the kernel may hold for the server to accept (capped by net.core.somaxconn).
+LISTEN_BACKLOG = 4096
+
 
 class Command(BaseCommand):
     help = (
@@ -35,6 +38,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Agentboard is serving on http://{host}:{port}/ (Ctrl+C stops it).")
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
+        from daphne.endpoints import build_endpoint_description_strings
 
         from dashboard import live, reader
         from dashboard.server import AgentboardServer
@@ -43,7 +47,11 @@ class Command(BaseCommand):
         class Daphne(CommandLineInterface):
             server_class = AgentboardServer
 
-        arguments = ["--bind", host, "--port", str(port)]
+        (endpoint,) = build_endpoint_description_strings(host=host, port=port)
+        # Twisted listens with a backlog of 50: a restart that a thousand agent sockets
+        # reconnect to at once would overflow it, and the kernel drops the connections it has
+        # no room for (their clients retry after one second, then three, then seven).
+        arguments = ["--endpoint", f"{endpoint}:backlog={LISTEN_BACKLOG}"]
         if settings.AGENTBOARD_TRUSTED_PROXY:
             # Client address and scheme from X-Forwarded-For/-Proto: anyone could send those,
             # so they count only when a proxy in front sets them.

@@ -7,8 +7,3 @@ class NotificationsConfig(AppConfig):
     name = "dashboard.notifications"
     label = "notifications"
     verbose_name = "Notifications"
-
-    def ready(self) -> None:
-        from dashboard.notifications import outbox
-
-        outbox.connect_signals()

@@ -5,21 +5,20 @@ service returned, so a notification exists exactly when its cause was committed,
 delivery worker (`worker`) sends it later, whatever the receiver does. Each row's key names
 its cause and destination, so the same cause never gives a destination two notifications.
 
-Ingest must stay cheap: changes with nothing notifiable in them cost no query at all, and
-while no webhook target or push device exists, at most one query every few seconds.
+Ingest must stay cheap: changes with nothing notifiable in them (todo lists, tool steps)
+cost no query at all; while no webhook target or push device exists, a notifiable one costs
+two small ones.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.db.models import Q
-from django.db.models.signals import post_delete, post_save
 
 from dashboard.changes import Changes
 from dashboard.models import Session
@@ -36,32 +35,15 @@ from todos.models import Continuation
 
 logger = logging.getLogger(__name__)
 
-# Another server process may add the first target or device: this one looks again this often.
-DESTINATIONS_TTL_SECONDS = 5.0
 # What a phone is woken for: something waits on its user.
 PUSH_EVENTS = frozenset({Event.WAITING, Event.STOPPED_UNFINISHED})
 
-_destinations: tuple[float, bool] | None = None
-
-
-def forget_destinations(**kwargs: object) -> None:
-    global _destinations
-    _destinations = None
-
-
-def connect_signals() -> None:
-    for model in (WebhookTarget, PushDevice):
-        post_save.connect(forget_destinations, sender=model, dispatch_uid=f"notify-{model}")
-        post_delete.connect(forget_destinations, sender=model, dispatch_uid=f"notify-d-{model}")
-
 
 def destinations_exist() -> bool:
-    global _destinations
-    now = time.monotonic()
-    if _destinations is None or now - _destinations[0] > DESTINATIONS_TTL_SECONDS:
-        exists = WebhookTarget.objects.exists() or PushDevice.objects.exists()
-        _destinations = (now, exists)
-    return _destinations[1]
+    """Asked of the database each time, not remembered: another server process may add the
+    first target or device at any moment, and its first event must reach it. Only the rare
+    writes that may notify (a plan, a request, a countdown, a stop, an end) ask."""
+    return WebhookTarget.objects.exists() or PushDevice.objects.exists()
 
 
 def notifiable(changes: Changes) -> bool:

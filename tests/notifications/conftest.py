@@ -10,11 +10,6 @@ def notification_settings(settings):
     settings.AGENTBOARD_WEBHOOK_ALLOW_PRIVATE = True
     settings.AGENTBOARD_NOTIFY_RETRY_SECONDS = 0.05
     settings.AGENTBOARD_NOTIFY_POLL_SECONDS = 0.05
-    from dashboard.notifications import outbox
-
-    outbox.forget_destinations()
-    yield
-    outbox.forget_destinations()
 
 
 @pytest.fixture

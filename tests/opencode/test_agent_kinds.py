@@ -35,12 +35,18 @@ def rows(response) -> dict[str, str]:
 
 def test_every_overview_row_names_its_agent_kind(logged_in, user):
     sessions_of(
-        user, {"sess-oc": Client.OPENCODE, "sess-cc": Client.CLAUDE_CODE, "sess-api": Client.API}
+        user,
+        {
+            "sess-oc": Client.OPENCODE,
+            "sess-cc": Client.CLAUDE_CODE,
+            "sess-cx": Client.CODEX,
+            "sess-api": Client.API,
+        },
     )
 
     shown = rows(logged_in.get("/"))
 
-    assert sorted(shown.values()) == ["API", "Claude Code", "opencode"]
+    assert sorted(shown.values()) == ["API", "Claude Code", "Codex", "opencode"]
 
 
 def test_the_board_header_names_the_agent_kind(logged_in, user):

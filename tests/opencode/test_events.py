@@ -7,7 +7,24 @@ import pytest
 from dashboard.models import Agent, Client, Session
 from tests.conftest import parse_html
 from tests.opencode.conftest import SESSION, SUBAGENT, item, session_event, todo_event
-from todos.models import TodoRevision
+from planmode.models import PermissionRequest
+from todos.models import Continuation, TodoRevision
+
+
+def asked(**properties: object) -> dict:
+    """A `permission.asked` event as opencode sends it, with some properties changed."""
+    return {
+        "type": "permission.asked",
+        "properties": {
+            "id": "per_0001",
+            "sessionID": SESSION,
+            "permission": "bash",
+            "patterns": ["rm -rf build"],
+            "always": ["rm *"],
+            "metadata": {"command": "rm -rf build"},
+            **properties,
+        },
+    }
 
 
 def todos_of(agent_api, session_id: str, agent_id: str) -> list[tuple[str, str, str | None]]:
@@ -99,6 +116,13 @@ def test_events_opencode_sends_that_the_board_does_not_use_are_ignored(opencode)
             422,
             "kind",
         ),
+        ({"type": "permission.asked", "properties": {"sessionID": SESSION}}, 422, "id"),
+        (asked(metadata={"command": "rm\u0000 -rf"}), 422, "NUL"),
+        (asked(permission=["bash"]), 422, "permission"),
+        (asked(patterns="rm -rf build"), 422, "patterns"),
+        (asked(id="x" * 201), 422, "id"),
+        ({"type": "session.idle", "properties": {}}, 422, "sessionID"),
+        ({"type": "session.idle", "properties": {"sessionID": 7}}, 422, "sessionID"),
     ],
 )
 def test_a_bad_event_is_refused_with_one_sentence_and_changes_nothing(
@@ -111,6 +135,8 @@ def test_a_bad_event_is_refused_with_one_sentence_and_changes_nothing(
     assert sentence.lower() in message.lower(), message
     assert not Session.objects.exists()
     assert not TodoRevision.objects.exists()
+    assert not PermissionRequest.objects.exists()
+    assert not Continuation.objects.exists()
 
 
 def test_an_event_without_a_valid_token_is_refused(agent_api):

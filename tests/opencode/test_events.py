@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dashboard.models import Agent, Client, Session
+from planmode.models import PermissionRequest
 from tests.conftest import parse_html
 from tests.opencode.conftest import SESSION, SUBAGENT, item, session_event, todo_event
-from planmode.models import PermissionRequest
 from todos.models import Continuation, TodoRevision
 
 

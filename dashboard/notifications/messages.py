@@ -232,7 +232,8 @@ def slack_message(payload: dict[str, Any], base_url: str) -> dict[str, Any]:
             "elements": [{"type": "mrkdwn", "text": f"<{url}|Open in Agentboard>"}],
         }
     )
-    return {"text": title, "blocks": blocks}
+    # The text beside the blocks is what Slack shows in its own notification: mrkdwn as well.
+    return {"text": slack_escape(title), "blocks": blocks}
 
 
 def json_message(payload: dict[str, Any], base_url: str) -> dict[str, Any]:

@@ -12,10 +12,15 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from dashboard.models import Agent
 from dashboard.notifications import worker
 from dashboard.notifications.models import Delivery, WebhookTarget
 from dashboard.notifications.safety import UnsafeURL, check_url, mask_url, pinned
 from dashboard.notifications.senders import new_client
+from dashboard.writer import write_sync
+from planmode.models import PermissionRequest
+from planmode.permissions import permission_request_open
+from tests.conftest import todo, write_todos
 from tests.notifications.receivers import Receiver, verify_signature
 from tests.notifications.test_outbox import submit
 
@@ -83,11 +88,40 @@ async def test_slack_gets_blocks_with_the_agents_text_escaped(user, reviewer, re
     plan = await sync_to_async(submit)(user)
     await deliver_until_settled()
     message = receiver.received[0].json()
-    text = json.dumps(message["blocks"], ensure_ascii=False)
+    text = json.dumps(message, ensure_ascii=False)
     assert "&lt;!channel&gt;" in text and "<!channel>" not in text
     assert "*shop · main agent: Plan rev 1 waits for review: Pagination &lt;!channel&gt;*" in text
     assert f"<http://board.test/plans/{plan.pk}/|Open in Agentboard>" in text
     assert "```" in message["blocks"][1]["text"]["text"]
+
+
+def ask_to_run(owner: User, command: str) -> PermissionRequest:
+    """A Bash permission request of a main agent in /work/shop, waiting in the inbox."""
+    write_todos(owner, "sess-1", "sess-1", [todo("Clean up", "in_progress")], cwd="/work/shop")
+    agent = Agent.objects.get(agent_id="sess-1")
+    return write_sync(
+        permission_request_open,
+        agent=agent,
+        tool_name="Bash",
+        tool_input={"command": command, "description": "Clean up"},
+        suggestions=[],
+    ).request
+
+
+async def test_slack_gets_a_permission_requests_command_escaped_and_cut(user, reviewer, receiver):
+    await sync_to_async(add_target)(reviewer, receiver.url, kind="slack")
+    command = "rm -rf build <!here> && " + "echo spam; " * 200
+    request = await sync_to_async(ask_to_run)(user, command)
+    await deliver_until_settled()
+
+    message = receiver.received[0].json()
+    assert "<!here>" not in json.dumps(message, ensure_ascii=False)
+    title, excerpt = (block["text"]["text"] for block in message["blocks"][:2])
+    assert title.startswith("*shop · main agent: Asks to use Bash: ")
+    assert excerpt.startswith("```rm -rf build &lt;!here&gt; &amp;&amp; echo spam;")
+    assert excerpt.endswith("…```")
+    assert len(excerpt) < 400
+    assert f"/inbox/requests/{request.pk}/" in message["blocks"][2]["elements"][0]["text"]
 
 
 async def test_a_receiver_answering_500_gets_it_again_until_it_accepts(user, reviewer, receiver):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.changes import Changes
@@ -16,6 +17,7 @@ from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookT
 from dashboard.writer import write_sync
 from planmode import services as plan_services
 from planmode.models import Plan
+from planmode.permissions import permission_request_open
 from tests.conftest import todo, write_todos
 from todos import enforcer
 from todos.models import Continuation
@@ -212,3 +214,39 @@ def test_phones_are_woken_for_what_waits_on_their_user_only(user, other_user, re
     got = set(Delivery.objects.values_list("device__name", "event"))
     assert got == {("lead", "waiting"), ("dana", "waiting")}
     assert ana_phone.deliveries.count() == 0
+
+
+def test_the_desktop_feed_lists_requests_and_countdowns_that_wait_on_the_user(
+    user, other_user, client
+):
+    write_sync(
+        write_todos,
+        owner=user,
+        session_id="sess-1",
+        agent_id="sess-1",
+        todos=[todo("Write the tests")],
+        cwd="/work/shop",
+    )
+    agent = Agent.objects.get()
+    request = write_sync(
+        permission_request_open,
+        agent=agent,
+        tool_name="Bash",
+        tool_input={"command": "make <script>alert(1)</script>", "description": "Build"},
+        suggestions=[],
+    ).request
+    write_sync(enforcer.continuation_begin, agent_pk=agent.pk, stop_hook_active=False)
+
+    client.force_login(user)
+    items = client.get(reverse("notify-waiting")).json()["items"]
+    client.force_login(other_user)
+    strangers = client.get(reverse("notify-waiting")).json()["items"]
+
+    by_key = {item["key"].split("-")[0]: item for item in items}
+    assert set(by_key) == {"permission", "countdown"}
+    asks = by_key["permission"]
+    assert asks["title"].startswith("shop · main agent")
+    assert asks["body"] == "Bash: make <script>alert(1)</script>"
+    assert asks["url"] == f"/inbox/requests/{request.pk}/"
+    assert by_key["countdown"]["url"] == "/sessions/sess-1/"
+    assert strangers == []

@@ -8,6 +8,7 @@ import http.cookiejar
 import json
 import re
 import signal
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -137,3 +138,57 @@ def test_a_killed_server_resumes_its_pending_deliveries_when_it_starts_again(ser
         assert sorted(item.json()["id"] for item in delivered) == sorted(plans)
     finally:
         receiver.stop()
+
+
+def test_a_receiver_that_never_answers_slows_neither_ingest_nor_decisions(server_factory):
+    """The worker sends in the background: while a webhook hangs on every delivery, agents'
+    writes and a reviewer's decision are answered as if it were not there."""
+    release = threading.Event()
+    receiver = Receiver()
+    receiver.handle = lambda got: (release.wait(60), (200, b"ok"))[1]
+    receiver.start()
+    try:
+        server = server_factory(env=FAST)
+        add_webhook(server, f"{receiver.url}/hook")
+        plans = [submit_plan(server, f"sess-{n}") for n in range(3)]
+        waiting_on_receiver = time.monotonic() + 20
+        while not receiver.received:
+            assert time.monotonic() < waiting_on_receiver, "the worker never sent anything"
+            time.sleep(0.05)
+
+        for n in range(30):
+            put_todos(server, f"busy-{n % 3}", n, timeout=5)
+        opener = browser_for(server)
+        assert decide(opener, server, plans[0]) == 200
+        status = "SELECT status FROM planmode_plan WHERE id = %s"
+        assert server.query(status, (plans[0],)) == [("approved",)]
+
+        pending = "SELECT count(*) FROM notifications_delivery WHERE status <> 'sent'"
+        assert server.query(pending) != [(0,)], "the receiver was meant to be still hanging"
+    finally:
+        release.set()
+        receiver.stop()
+
+
+def put_todos(server: LiveServer, session: str, n: int, *, timeout: float) -> None:
+    body = {"todos": [{"content": f"Step {n}", "status": "in_progress", "activeForm": "Working"}]}
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/sessions/{session}/agents/{session}/todos",
+        json.dumps(body).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        assert response.status == 200
+
+
+def decide(opener: urllib.request.OpenerDirector, server: LiveServer, plan_id: int) -> int:
+    review = f"{server.url}/plans/{plan_id}/"
+    page = opener.open(review, timeout=5).read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    form = {"csrfmiddlewaretoken": token, "action": "approve", "text": ""}
+    request = urllib.request.Request(
+        f"{review}decide/", urllib.parse.urlencode(form).encode(), headers={"Referer": review}
+    )
+    with opener.open(request, timeout=5) as response:
+        return response.status

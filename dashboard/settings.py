@@ -407,3 +407,28 @@ AGENTBOARD_WEBHOOK_ALLOW_PRIVATE = envbool("AGENTBOARD_WEBHOOK_ALLOW_PRIVATE", F
 # Who push services may contact about this server's messages (VAPID "sub"): a mailto: or https:
 # address; defaults to AGENTBOARD_PUBLIC_URL.
 AGENTBOARD_VAPID_SUBJECT = os.environ.get("AGENTBOARD_VAPID_SUBJECT", "")
+
+
+def _vapid_private_key(pem: str) -> bytes:
+    """The key pair every process signs push messages with, as PEM: processes on several hosts
+    (no shared data dir) must all use the one that browsers subscribed with."""
+    if not pem:
+        return b""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        key = load_pem_private_key(pem.encode(), password=None)
+    except ValueError:
+        key = None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+        raise ImproperlyConfigured(
+            "AGENTBOARD_VAPID_PRIVATE_KEY must be an unencrypted P-256 private key in PEM, "
+            "like the vapid_private.pem a server writes into its data dir."
+        )
+    return pem.encode()
+
+
+AGENTBOARD_VAPID_PRIVATE_KEY = _vapid_private_key(
+    os.environ.get("AGENTBOARD_VAPID_PRIVATE_KEY", "").strip()
+)

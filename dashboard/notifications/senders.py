@@ -120,8 +120,11 @@ _vapid: Vapid | None = None
 
 
 def vapid() -> Vapid:
-    """The server's VAPID key pair, made on first use and kept in the data dir."""
+    """The server's VAPID key pair: AGENTBOARD_VAPID_PRIVATE_KEY when set, or else made on
+    first use and kept in the data dir."""
     global _vapid
+    if _vapid is None and settings.AGENTBOARD_VAPID_PRIVATE_KEY:
+        _vapid = Vapid.from_pem(settings.AGENTBOARD_VAPID_PRIVATE_KEY)
     if _vapid is None:
         path = _key_file()
         if not path.exists():

@@ -8,10 +8,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from asgiref.sync import sync_to_async
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
 from dashboard.notifications import senders
 from dashboard.notifications.models import Delivery, PushDevice
+from dashboard.settings import _vapid_private_key
 from tests.notifications.receivers import PushBrowser, Received, Receiver, check_vapid
 from tests.notifications.test_outbox import submit
 from tests.notifications.test_webhooks import deliver_until_settled
@@ -106,6 +110,37 @@ def test_the_vapid_keys_are_made_once_and_kept_in_the_data_dir(settings, tmp_pat
         assert len(first) == 87  # an uncompressed P-256 point, base64url
     finally:
         senders._vapid = None
+
+
+def test_processes_on_several_hosts_share_the_key_given_in_the_environment(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    settings.AGENTBOARD_VAPID_PRIVATE_KEY = b""
+    senders._vapid = None
+    try:
+        made = senders.public_key()
+        pem = (tmp_path / "vapid_private.pem").read_text()
+        settings.DATA_DIR = tmp_path / "another-host"
+        settings.AGENTBOARD_VAPID_PRIVATE_KEY = _vapid_private_key(pem)
+        senders._vapid = None
+        assert senders.public_key() == made
+        assert not (tmp_path / "another-host" / "vapid_private.pem").exists()
+    finally:
+        senders._vapid = None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not a key",
+        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        ec.generate_private_key(ec.SECP384R1())
+        .private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+        .decode(),
+    ],
+)
+def test_a_vapid_key_that_is_not_a_p256_pem_key_stops_the_start_with_one_sentence(value):
+    with pytest.raises(ImproperlyConfigured, match="must be an unencrypted P-256 private key"):
+        _vapid_private_key(value)
 
 
 def test_a_browser_registers_names_renames_and_removes_its_device(client, user, push_service):

@@ -121,6 +121,17 @@ def text_tree_problem(value: Json) -> tuple[Path, str] | None:
     return None
 
 
+def storable_tree(value: Json) -> Json:
+    """`value` itself when every text in it can be stored; otherwise a ValueError naming the
+    first one that cannot, by its path (for pydantic validators)."""
+    found = text_tree_problem(value)
+    if found:
+        path, problem = found
+        where = ".".join(str(part) for part in path)
+        raise ValueError(f"{where} {problem}" if where else problem)
+    return value
+
+
 def _text_check(blank: str | None) -> BeforeValidator:
     def check(value: object) -> object:
         if isinstance(value, str):

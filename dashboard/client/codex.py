@@ -34,7 +34,12 @@ from dashboard.client.hook import (
     forward,
     with_git_branch,
 )
-from dashboard.client.install import SettingsError, _write_atomically, drop_handlers
+from dashboard.client.install import (
+    SettingsError,
+    _write_atomically,
+    drop_handlers,
+    read_json_object,
+)
 
 CODEX_HOOK_PATH = "/hooks/codex"
 HOOK_TIMEOUT = 30
@@ -145,21 +150,6 @@ class CodexOutcome:
     changed: list[Path]
 
 
-def _read_json(path: Path) -> tuple[str | None, dict[str, Any]]:
-    if not path.exists():
-        return None, {}
-    try:
-        text = path.read_text(encoding="utf-8")
-        current = json.loads(text) if text.strip() else {}
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise SettingsError(
-            f"{path} cannot be read as JSON ({error}); fix it by hand first."
-        ) from None
-    if not isinstance(current, dict):
-        raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
-    return text, current
-
-
 def _replace_file(path: Path, old: str | None, new: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if old is not None:
@@ -178,7 +168,7 @@ def install_codex(
     """Merge into `home`'s hooks.json and config.toml, keeping a `.bak` of what changed."""
     hooks_path, config_path = home / "hooks.json", home / "config.toml"
     changed: list[Path] = []
-    text, current = _read_json(hooks_path)
+    text, current = read_json_object(hooks_path)
     merged = merge_codex_hooks(current, url=url, remove=remove, approvals=approvals)
     if merged != current and (merged or text is not None):
         _replace_file(hooks_path, text, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")

@@ -177,6 +177,22 @@ def _switch_todo_tools(settings: dict[str, Any], *, on: bool) -> None:
         settings.pop("env", None)
 
 
+def read_json_object(path: Path) -> tuple[str | None, dict[str, Any]]:
+    """A settings file's text (None when there is none) and the JSON object it holds."""
+    if not path.exists():
+        return None, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+        current = json.loads(text) if text.strip() else {}
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise SettingsError(
+            f"{path} cannot be read as JSON ({error}); fix it by hand first."
+        ) from None
+    if not isinstance(current, dict):
+        raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
+    return text, current
+
+
 def install_hooks(
     path: Path,
     *,
@@ -187,18 +203,7 @@ def install_hooks(
     approvals: bool = False,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-            current = json.loads(text) if text.strip() else {}
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise SettingsError(
-                f"{path} cannot be read as JSON ({error}); fix it by hand first."
-            ) from None
-        if not isinstance(current, dict):
-            raise SettingsError(f"{path} does not hold a JSON object; fix it by hand first.")
-    else:
-        text, current = None, {}
+    text, current = read_json_object(path)
     merged = merge_hooks(
         current,
         url=url,

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from dashboard.edge import AgentType, Cwd, column_length, text_tree_problem, text_type
+from dashboard.edge import AgentType, Cwd, column_length, storable_tree, text_type
 from dashboard.models import Client, Session
 from planmode.models import PermissionRequest, Plan
 from planmode.schemas import PlanFilePath
@@ -76,12 +76,7 @@ class ToolHookInput(HookInput):
     @field_validator("tool_input")
     @classmethod
     def storable_texts(cls, value: dict[str, Any]) -> dict[str, Any]:
-        found = text_tree_problem(value)
-        if found:
-            path, problem = found
-            where = ".".join(str(part) for part in path)
-            raise ValueError(f"{where} {problem}" if where else problem)
-        return value
+        return storable_tree(value)
 
 
 class TaskEventInput(HookInput):
@@ -133,10 +128,7 @@ class PermissionRequestInput(ToolHookInput):
     @field_validator("permission_suggestions")
     @classmethod
     def storable_suggestions(cls, value: list[Any]) -> list[Any]:
-        found = text_tree_problem({"permission_suggestions": value})
-        if found:
-            path, problem = found
-            raise ValueError(f"{'.'.join(str(part) for part in path)} {problem}")
+        storable_tree({"permission_suggestions": value})
         return value
 
     @property

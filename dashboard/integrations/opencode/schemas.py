@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from dashboard.edge import Cwd, column_length, text_tree_problem, text_type
+from dashboard.edge import Cwd, column_length, storable_tree, text_type
 from dashboard.models import Session
 from todos.schemas import TodoList
 
@@ -113,12 +113,7 @@ class PermissionProperties(SessionRef):
     @field_validator("metadata")
     @classmethod
     def storable_texts(cls, value: dict[str, Any]) -> dict[str, Any]:
-        found = text_tree_problem(value)
-        if found:
-            path, problem = found
-            where = ".".join(str(part) for part in path)
-            raise ValueError(f"{where} {problem}" if where else problem)
-        return value
+        return storable_tree(value)
 
 
 class PermissionEvent(Lenient):

@@ -115,12 +115,19 @@ class Watch:
                 self._channel = await get_channel_layer().new_channel()
             return self._channel
 
+    async def close(self, timeout: float = 5) -> None:
+        """Stop, and wait up to `timeout` until nothing of this watch runs on its loop any
+        more (a group left, a listener's read of the channel layer cancelled): for a loop
+        that is about to close."""
+        self.stop()
+        running = [task for task in self._tasks if task is not asyncio.current_task()]
+        if running:
+            await asyncio.wait(running, timeout=timeout)
+
     def _leave_group(self, key: WaitKey) -> None:
         if self._channel is not None:
             discard = get_channel_layer().group_discard(decision_group(key), self._channel)
-            task = self.loop.create_task(discard)
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._keep(self.loop.create_task(discard))
         if not self.waiting:
             self._idle()
 
@@ -129,7 +136,13 @@ class Watch:
         for task in (self._listener, self._sweeper):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
+                self._keep(task)  # until its cancellation has run its course
         self._listener = self._sweeper = None
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        """Hold a reference to `task` until it is done (the loop holds only a weak one)."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _listen(self, channel: str) -> None:
         layer = get_channel_layer()

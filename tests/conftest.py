@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import re
@@ -49,8 +51,12 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every database test commits for real (see the `db` fixture)."""
+    """Every database test commits for real (see the `db` fixture), and every async test
+    leaves its loop quiet before the loop closes (see `loop_left_quiet`)."""
     for item in items:
+        if inspect.iscoroutinefunction(getattr(item, "obj", None)):
+            # First set up, so torn down last: after the fixtures that still use the loop.
+            item.fixturenames.insert(0, "loop_left_quiet")
         marker = item.get_closest_marker("django_db")
         if marker is not None and not marker.kwargs.get("transaction"):
             item.add_marker(
@@ -63,6 +69,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def db(transactional_db) -> None:
     """Writes run in the writer thread on its own database connection, as in the server, so
     a test's data must be committed to be seen there: every database test is transactional."""
+
+
+@pytest.fixture
+async def loop_left_quiet():
+    """At the end of an async test, while its loop still runs: the loop's watch lets its
+    waiters go and waits for its own tasks, and the channel layer closes its Redis connections.
+    Left to the loop's close instead, a task cancelled in the middle of a blocking Redis read
+    could keep the close waiting until the read's timeout, again and again."""
+    yield
+    from channels.layers import channel_layers
+
+    from dashboard.watch import _watches
+
+    watch = _watches.get(asyncio.get_running_loop())
+    if watch is not None:
+        await watch.close()
+    layer = channel_layers.backends.get("default")
+    if hasattr(layer, "close_pools"):
+        await layer.close_pools()
 
 
 @pytest.fixture(autouse=True)

@@ -409,7 +409,7 @@ AGENTBOARD_WEBHOOK_ALLOW_PRIVATE = envbool("AGENTBOARD_WEBHOOK_ALLOW_PRIVATE", F
 AGENTBOARD_VAPID_SUBJECT = os.environ.get("AGENTBOARD_VAPID_SUBJECT", "")
 
 
-def _vapid_private_key(pem: str) -> bytes:
+def checked_vapid_private_key(pem: str) -> bytes:
     """The key pair every process signs push messages with, as PEM: processes on several hosts
     (no shared data dir) must all use the one that browsers subscribed with."""
     if not pem:
@@ -429,6 +429,6 @@ def _vapid_private_key(pem: str) -> bytes:
     return pem.encode()
 
 
-AGENTBOARD_VAPID_PRIVATE_KEY = _vapid_private_key(
+AGENTBOARD_VAPID_PRIVATE_KEY = checked_vapid_private_key(
     os.environ.get("AGENTBOARD_VAPID_PRIVATE_KEY", "").strip()
 )

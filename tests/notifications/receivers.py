@@ -48,7 +48,8 @@ class Receiver:
     handle: Any = None  # a function (Received) -> (status, body), for the push service
     server: ThreadingHTTPServer | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # Notified each time a request has been handled (`handle` included).
+    # Notified each time a request arrives, and again once it has been handled (`handle`
+    # included).
     handled: threading.Condition = field(init=False)
     answered: int = 0
 
@@ -67,9 +68,10 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 got = Received(self.path, dict(self.headers.items()), self.rfile.read(length))
-                with receiver.lock:
+                with receiver.handled:
                     receiver.received.append(got)
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.handled.notify_all()  # arrived (`wait_for_arrival`)
                 body = receiver.answer
                 if receiver.handle is not None:
                     status, body = receiver.handle(got)
@@ -93,6 +95,12 @@ class Receiver:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+    def wait_for_arrival(self, count: int, timeout: float = 20) -> None:
+        """Until `count` requests have arrived, answered or not."""
+        with self.handled:
+            if not self.handled.wait_for(lambda: len(self.received) >= count, timeout):
+                raise AssertionError(f"expected {count} requests, got {len(self.received)}")
 
     def wait_for(self, count: int, timeout: float = 20) -> list[Received]:
         """Every request once `count` have been handled."""

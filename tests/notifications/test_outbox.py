@@ -16,7 +16,7 @@ from dashboard.notifications import outbox
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
 from dashboard.writer import write_sync
 from planmode import services as plan_services
-from planmode.models import Plan
+from planmode.models import PermissionRequest, Plan
 from planmode.permissions import permission_request_open
 from tests.conftest import todo, write_todos
 from todos import enforcer
@@ -54,6 +54,30 @@ def submit(owner: User, session_id: str = "sess-1", cwd: str = "/work/shop") -> 
         source=Plan.Source.API,
         cwd=cwd,
     ).plan
+
+
+def main_agent(owner: User, session_id: str = "sess-1") -> Agent:
+    """The main agent of a session in /work/shop with one task to do."""
+    write_sync(
+        write_todos,
+        owner=owner,
+        session_id=session_id,
+        agent_id=session_id,
+        todos=[todo("Write the tests")],
+        cwd="/work/shop",
+    )
+    return Agent.objects.get(agent_id=session_id)
+
+
+def ask_to_run(agent: Agent, command: str) -> PermissionRequest:
+    """A Bash permission request of `agent`, waiting in the inbox."""
+    return write_sync(
+        permission_request_open,
+        agent=agent,
+        tool_name="Bash",
+        tool_input={"command": command, "description": "Build"},
+        suggestions=[],
+    ).request
 
 
 def test_a_new_plan_gives_each_target_one_waiting_notification_with_what_it_wants(user, reviewer):
@@ -172,15 +196,7 @@ def test_decisions_reach_team_targets_but_not_the_deciders_own(user, reviewer):
 
 def test_countdowns_agents_stopped_unfinished_and_ended_sessions_notify(user, reviewer, settings):
     chat = target(reviewer)
-    write_sync(
-        write_todos,
-        owner=user,
-        session_id="sess-1",
-        agent_id="sess-1",
-        todos=[todo("Write the tests")],
-        cwd="/work/shop",
-    )
-    agent = Agent.objects.get()
+    agent = main_agent(user)
     write_sync(enforcer.continuation_begin, agent_pk=agent.pk, stop_hook_active=False)
     counting = Continuation.objects.get(status="counting")
     Session.objects.update(enforcer_enabled=False)
@@ -219,22 +235,8 @@ def test_phones_are_woken_for_what_waits_on_their_user_only(user, other_user, re
 def test_the_desktop_feed_lists_requests_and_countdowns_that_wait_on_the_user(
     user, other_user, client
 ):
-    write_sync(
-        write_todos,
-        owner=user,
-        session_id="sess-1",
-        agent_id="sess-1",
-        todos=[todo("Write the tests")],
-        cwd="/work/shop",
-    )
-    agent = Agent.objects.get()
-    request = write_sync(
-        permission_request_open,
-        agent=agent,
-        tool_name="Bash",
-        tool_input={"command": "make <script>alert(1)</script>", "description": "Build"},
-        suggestions=[],
-    ).request
+    agent = main_agent(user)
+    request = ask_to_run(agent, "make <script>alert(1)</script>")
     write_sync(enforcer.continuation_begin, agent_pk=agent.pk, stop_hook_active=False)
 
     client.force_login(user)

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from dashboard.notifications import senders
 from dashboard.notifications.models import Delivery, PushDevice
-from dashboard.settings import _vapid_private_key
+from dashboard.settings import checked_vapid_private_key
 from tests.notifications.receivers import PushBrowser, Received, Receiver, check_vapid
 from tests.notifications.test_outbox import submit
 from tests.notifications.test_webhooks import deliver_until_settled
@@ -120,7 +120,7 @@ def test_processes_on_several_hosts_share_the_key_given_in_the_environment(setti
         made = senders.public_key()
         pem = (tmp_path / "vapid_private.pem").read_text()
         settings.DATA_DIR = tmp_path / "another-host"
-        settings.AGENTBOARD_VAPID_PRIVATE_KEY = _vapid_private_key(pem)
+        settings.AGENTBOARD_VAPID_PRIVATE_KEY = checked_vapid_private_key(pem)
         senders._vapid = None
         assert senders.public_key() == made
         assert not (tmp_path / "another-host" / "vapid_private.pem").exists()
@@ -140,7 +140,7 @@ def test_processes_on_several_hosts_share_the_key_given_in_the_environment(setti
 )
 def test_a_vapid_key_that_is_not_a_p256_pem_key_stops_the_start_with_one_sentence(value):
     with pytest.raises(ImproperlyConfigured, match="must be an unencrypted P-256 private key"):
-        _vapid_private_key(value)
+        checked_vapid_private_key(value)
 
 
 def test_a_browser_registers_names_renames_and_removes_its_device(client, user, push_service):

@@ -12,17 +12,12 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from dashboard.models import Agent
 from dashboard.notifications import worker
 from dashboard.notifications.models import Delivery, WebhookTarget
 from dashboard.notifications.safety import UnsafeURL, check_url, mask_url, pinned
 from dashboard.notifications.senders import new_client
-from dashboard.writer import write_sync
-from planmode.models import PermissionRequest
-from planmode.permissions import permission_request_open
-from tests.conftest import todo, write_todos
 from tests.notifications.receivers import Receiver, verify_signature
-from tests.notifications.test_outbox import submit
+from tests.notifications.test_outbox import ask_to_run, main_agent, submit
 
 pytestmark = pytest.mark.django_db
 EVENTS = ["waiting", "decided", "stopped_unfinished", "session_ended"]
@@ -95,23 +90,11 @@ async def test_slack_gets_blocks_with_the_agents_text_escaped(user, reviewer, re
     assert "```" in message["blocks"][1]["text"]["text"]
 
 
-def ask_to_run(owner: User, command: str) -> PermissionRequest:
-    """A Bash permission request of a main agent in /work/shop, waiting in the inbox."""
-    write_todos(owner, "sess-1", "sess-1", [todo("Clean up", "in_progress")], cwd="/work/shop")
-    agent = Agent.objects.get(agent_id="sess-1")
-    return write_sync(
-        permission_request_open,
-        agent=agent,
-        tool_name="Bash",
-        tool_input={"command": command, "description": "Clean up"},
-        suggestions=[],
-    ).request
-
-
 async def test_slack_gets_a_permission_requests_command_escaped_and_cut(user, reviewer, receiver):
     await sync_to_async(add_target)(reviewer, receiver.url, kind="slack")
     command = "rm -rf build <!here> && " + "echo spam; " * 200
-    request = await sync_to_async(ask_to_run)(user, command)
+    agent = await sync_to_async(main_agent)(user)
+    request = await sync_to_async(ask_to_run)(agent, command)
     await deliver_until_settled()
 
     message = receiver.received[0].json()

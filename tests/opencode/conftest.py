@@ -24,6 +24,24 @@ def todo_event(items: list[dict], session_id: str = SESSION) -> dict:
     return {"type": "todo.updated", "properties": {"sessionID": session_id, "todos": items}}
 
 
+def asked(**properties: object) -> dict:
+    """A `permission.asked` event as opencode sends it for a bash command, with some
+    properties changed."""
+    return {
+        "type": "permission.asked",
+        "properties": {
+            "id": "per_0001",
+            "sessionID": SESSION,
+            "permission": "bash",
+            "patterns": ["rm -rf build"],
+            "always": ["rm *"],
+            "metadata": {"command": "rm -rf build", "description": "Clean the build"},
+            "tool": {"messageID": "msg_1", "callID": "call_1"},
+            **properties,
+        },
+    }
+
+
 def item(content: str, status: str = "pending", priority: str = "medium") -> dict:
     return {"content": content, "status": status, "priority": priority}
 

@@ -13,7 +13,14 @@ from dashboard.writer import write
 from planmode.models import PermissionRequest
 from planmode.permissions import Answer, permission_decide
 from tests.hooks.conftest import WAIT, answer
-from tests.opencode.conftest import OPENCODE_URL, SESSION, item, session_event, todo_event
+from tests.opencode.conftest import (
+    OPENCODE_URL,
+    SESSION,
+    asked,
+    item,
+    session_event,
+    todo_event,
+)
 from todos.enforcer import continuation_prompt
 from todos.models import Continuation, EnforcerEvent
 
@@ -179,18 +186,7 @@ async def test_an_idle_subagent_session_is_not_continued(plugin, settings):
 
 # --- permission requests ----------------------------------------------------------------------
 
-ASKED = {
-    "type": "permission.asked",
-    "properties": {
-        "id": "per_0001",
-        "sessionID": SESSION,
-        "permission": "bash",
-        "patterns": ["rm -rf build"],
-        "always": ["rm *"],
-        "metadata": {"command": "rm -rf build", "description": "Clean the build"},
-        "tool": {"messageID": "msg_1", "callID": "call_1"},
-    },
-}
+ASKED = asked()
 
 
 async def waiting_request(task: asyncio.Task) -> PermissionRequest:
@@ -225,7 +221,7 @@ async def test_allow_answers_once_and_remembering_answers_always(plugin, reviewe
     await decide(await waiting_request(held), reviewer, allow=True)
     assert await answer(held) == {"reply": "once"}
 
-    again = plugin.hold({**ASKED, "properties": {**ASKED["properties"], "id": "per_0002"}})
+    again = plugin.hold(asked(id="per_0002"))
     await decide(await waiting_request(again), reviewer, allow=True, remember="suggestion:0")
     assert await answer(again) == {"reply": "always"}
 

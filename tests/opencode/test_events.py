@@ -7,24 +7,15 @@ import pytest
 from dashboard.models import Agent, Client, Session
 from planmode.models import PermissionRequest
 from tests.conftest import parse_html
-from tests.opencode.conftest import SESSION, SUBAGENT, item, session_event, todo_event
+from tests.opencode.conftest import (
+    SESSION,
+    SUBAGENT,
+    asked,
+    item,
+    session_event,
+    todo_event,
+)
 from todos.models import Continuation, TodoRevision
-
-
-def asked(**properties: object) -> dict:
-    """A `permission.asked` event as opencode sends it, with some properties changed."""
-    return {
-        "type": "permission.asked",
-        "properties": {
-            "id": "per_0001",
-            "sessionID": SESSION,
-            "permission": "bash",
-            "patterns": ["rm -rf build"],
-            "always": ["rm *"],
-            "metadata": {"command": "rm -rf build"},
-            **properties,
-        },
-    }
 
 
 def todos_of(agent_api, session_id: str, agent_id: str) -> list[tuple[str, str, str | None]]:

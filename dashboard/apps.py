@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import m2m_changed, post_delete, post_save
 
 
 class DashboardConfig(AppConfig):
@@ -9,9 +9,27 @@ class DashboardConfig(AppConfig):
     verbose_name = "Sessions and agents"
 
     def ready(self) -> None:
-        from django.contrib.auth import get_user_model
+        from django.contrib.auth import get_user_model, user_logged_out
+        from django.contrib.auth.models import Group
+        from django.contrib.sessions.models import Session
 
         from dashboard.models import AgentToken
+        from dashboard.security import forget_signed_in
+
+        # Who a browser session belongs to is remembered for a second (`dashboard.security`);
+        # signing out, a changed user or changed permissions forget it in this process at once.
+        user = get_user_model()
+        user_logged_out.connect(forget_signed_in, dispatch_uid="signed-in-out")
+        post_save.connect(forget_signed_in, sender=user, dispatch_uid="signed-in-user")
+        post_delete.connect(forget_signed_in, sender=user, dispatch_uid="signed-in-unuser")
+        post_delete.connect(forget_signed_in, sender=Session, dispatch_uid="signed-in-session")
+        for through in (
+            user.groups.through,
+            user.user_permissions.through,
+            Group.permissions.through,
+        ):
+            uid = f"signed-in-{through}"
+            m2m_changed.connect(forget_signed_in, sender=through, dispatch_uid=uid)
 
         # Revoking a token or deactivating a user here takes effect at once in this process
         # and closes the agent sockets opened with those tokens in every process; other

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from time import monotonic
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
@@ -139,25 +140,19 @@ def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
     return known[0] if known is not None and known[1] == owner.pk else None
 
 
-class _PreparedAgentQuery:
-    """The writer's hottest read, compiled once per process: an agent with its session and
-    tracking row, locked. Django compiles a query anew on every run, which costs more here
-    than the database; this keeps the ORM's own SQL, converters and model building, and skips
-    only the compiling. (If the query's shape ever had more than the one parameter, it would
-    fall back to the plain queryset.)"""
+class PreparedQuery(Generic[M]):
+    """A hot single-row read, compiled once per process: Django compiles a query anew on every
+    run, which for a join costs more than the database takes to answer it. This keeps the ORM's
+    own SQL, converters and model building (related rows included) and skips only the
+    compiling. `queryset(pk)` must select one row by that one parameter; if its shape ever had
+    more parameters, `get` falls back to the plain queryset."""
 
     PLACEHOLDER = -7_340_017
 
-    def __init__(self) -> None:
+    def __init__(self, model: type[M], queryset: Callable[[int], QuerySet[M]]) -> None:
+        self.model = model
+        self.queryset = queryset
         self.compiled: tuple[Any, str, list[Any]] | None = None
-
-    def queryset(self, agent_pk: int) -> QuerySet[Agent]:
-        return (
-            Agent.objects.select_for_update(of=("self",))
-            .select_related("session", "tracking")
-            .filter(pk=agent_pk)
-            .order_by()
-        )
 
     def _compile(self) -> tuple[Any, str, list[Any]] | None:
         compiler = self.queryset(self.PLACEHOLDER).query.get_compiler(using="default")
@@ -169,31 +164,40 @@ class _PreparedAgentQuery:
         start, end = select_fields[0], select_fields[-1] + 1
         init_list = [column[0].target.attname for column in compiler.select[start:end]]
         populators = get_related_populators(klass_info, compiler.select, "default")
-        return compiler, sql, [start, end, init_list, populators]
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        converters = compiler.get_converters(fields)
+        return compiler, sql, [start, end, init_list, populators, converters]
 
-    def get(self, agent_pk: int) -> Agent | None:
+    def get(self, pk: int) -> M | None:
         if self.compiled is None:
             self.compiled = self._compile() or (None, "", [])
         compiler, sql, shape = self.compiled
         if compiler is None:
-            return self.queryset(agent_pk).first()
-        start, end, init_list, populators = shape
+            return self.queryset(pk).first()
+        start, end, init_list, populators, converters = shape
         with connection.cursor() as cursor:
-            cursor.execute(sql, [agent_pk])
-            rows = cursor.fetchmany(2)
-        for row in compiler.results_iter([rows]):
-            agent = Agent.from_db("default", init_list, row[start:end])
+            cursor.execute(sql, [pk])
+            rows = cursor.fetchmany(1)
+        if converters:
+            rows = compiler.apply_converters(rows, converters)
+        for row in rows:
+            instance = self.model.from_db("default", init_list, row[start:end])
             for populator in populators:
-                populator.populate(row, agent)
-            return agent
+                populator.populate(row, instance)
+            return instance
         return None
 
 
-_prepared_agent = _PreparedAgentQuery()
-
-
-def _locked_agent(agent_pk: int) -> Agent | None:
-    return _prepared_agent.get(agent_pk)
+# The writer's hottest read: an agent with its session and tracking row, locked.
+_locked_agent = PreparedQuery(
+    Agent,
+    lambda pk: (
+        Agent.objects.select_for_update(of=("self",))
+        .select_related("session", "tracking")
+        .filter(pk=pk)
+        .order_by()
+    ),
+).get
 
 
 def agent_resolve_for_update(

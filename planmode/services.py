@@ -1,7 +1,7 @@
 """Plan review: submit a plan, decide on it exactly once, expire it, and the mode machine.
 
-Every change commits first; the events for waiting agents and for browsers leave after commit
-(`transaction.on_commit`) through the channel layer, so a waiter in any process wakes up.
+Each service returns what it changed (`Changes`); the writer hands that to the publisher once
+the write has committed, which wakes the waiting agents in every process and updates the boards.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from dashboard.changes import Changes
@@ -23,13 +23,14 @@ from dashboard.edge import text_problem
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import (
+    PreparedQuery,
     agent_resolve_for_update,
     agent_touch,
     idempotent_replay,
     session_describe,
 )
 from planmode.markdown import plain_text, render_plan
-from planmode.models import Annotation, Decision, ModeAfter, Plan, PlanStatus
+from planmode.models import Annotation, ModeAfter, Plan, PlanStatus
 
 # Shift+Tab in Claude Code; bypassPermissions only takes its turn when it is available.
 MODE_CYCLE = (
@@ -74,6 +75,20 @@ def _request_hash(plan: str, plan_file_path: str | None) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+# Every decision runs these (the reviewer's click and the agent waiting on it wait for them):
+# plain SQL, since compiling the ORM's statements costs more than running them.
+_FINISH_PLAN = """
+    UPDATE planmode_plan SET status = %s, mode_after = %s, feedback = %s, notes = %s,
+    decided_by_id = %s, decided_at = %s WHERE id = %s AND status = %s
+"""
+_SET_MODE = "UPDATE dashboard_session SET permission_mode = %s WHERE id = %s"
+_INSERT_DECISION = """
+    INSERT INTO planmode_decision
+        (plan_id, outcome, mode_after, feedback, notes, decided_by_id, decided_by_name, decided_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+"""
+
+
 def _finish(
     plan: Plan,
     *,
@@ -89,26 +104,20 @@ def _finish(
     still pending. Returns False for the one that lost.
     """
     now = timezone.now()
-    won = Plan.objects.filter(pk=plan.pk, status=PlanStatus.PENDING).update(
-        status=outcome,
-        mode_after=mode_after,
-        feedback=feedback,
-        notes=notes,
-        decided_by=reviewer,
-        decided_at=now,
-    )
-    if not won:
-        return False
-    Decision.objects.create(
-        plan_id=plan.pk,
-        outcome=outcome,
-        mode_after=mode_after,
-        feedback=feedback,
-        notes=notes,
-        decided_by=reviewer,
-        decided_by_name=reviewer.get_username() if reviewer else "",
-        decided_at=now,
-    )
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    reviewer_pk = reviewer.pk if reviewer else None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _FINISH_PLAN,
+            [outcome, mode_after, feedback, notes, reviewer_pk, stamp, plan.pk, PlanStatus.PENDING],
+        )
+        if cursor.rowcount != 1:
+            return False
+        name = reviewer.get_username() if reviewer else ""
+        cursor.execute(
+            _INSERT_DECISION,
+            [plan.pk, outcome, mode_after, feedback, notes, reviewer_pk, name, stamp],
+        )
     plan.status, plan.mode_after, plan.feedback, plan.notes = outcome, mode_after, feedback, notes
     plan.decided_by, plan.decided_at = reviewer, now
     return True
@@ -237,16 +246,11 @@ def plan_decide(
             detail=[{"loc": ["feedback"], "msg": problem}],
         )
     with transaction.atomic(savepoint=False):
-        try:
-            plan = (
-                Plan.objects.select_for_update(of=("self",))
-                .select_related("session", "agent")
-                .get(pk=plan_id)
-            )
-        except Plan.DoesNotExist:
-            raise _not_found(plan_id) from None
+        plan = _plan_to_decide(plan_id)
+        if plan is None:
+            raise _not_found(plan_id)
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
-        annotations = plan_annotations(plan) if plan.is_pending else []
+        annotations = plan_annotations(plan) if plan.is_pending and _commented(plan) else []
         if not approve and not feedback and not annotations:
             raise ServiceError(
                 "feedback_required",
@@ -270,11 +274,39 @@ def plan_decide(
         if not won:
             plan.refresh_from_db()
             raise _already_decided(plan)
-        still_waiting = Plan.objects.filter(session_id=plan.session_id, status=PlanStatus.PENDING)
-        if approve and not still_waiting.exists():
-            Session.objects.filter(pk=plan.session_id).update(permission_mode=plan.mode_after)
+        if approve and not _plans_waiting(plan.session_id):
+            with connection.cursor() as cursor:
+                cursor.execute(_SET_MODE, [plan.mode_after, plan.session_id])
             plan.session.permission_mode = plan.mode_after
     return PlanChange(plan, _changes(decided=[plan]))
+
+
+# A reviewer's click and the agent waiting on it wait for these: the plan read is compiled once
+# (`PreparedQuery`), the two checks are plain SQL (compiling them would cost more than running).
+_plan_to_decide = PreparedQuery(
+    Plan,
+    lambda pk: (
+        Plan.objects.select_for_update(of=("self",))
+        .select_related("session", "agent")
+        .filter(pk=pk)
+        .order_by()
+    ),
+).get
+
+
+def _commented(plan: Plan) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM planmode_annotation WHERE plan_id = %s LIMIT 1", [plan.pk])
+        return cursor.fetchone() is not None
+
+
+def _plans_waiting(session_pk: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM planmode_plan WHERE session_id = %s AND status = %s LIMIT 1",
+            [session_pk, PlanStatus.PENDING.value],
+        )
+        return cursor.fetchone() is not None
 
 
 # --- annotations ---------------------------------------------------------------------------

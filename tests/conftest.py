@@ -13,8 +13,10 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connections
 from django.test import Client
 
 from dashboard.models import AgentToken
@@ -491,3 +493,11 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@pytest.fixture
+async def sync_thread_connections_closed():
+    """Async tests reach the database from asgiref's worker thread; close what it opened, or
+    PostgreSQL refuses to drop the test database at the end of the run."""
+    yield
+    await sync_to_async(connections.close_all)()

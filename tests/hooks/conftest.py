@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 from django.test import AsyncClient
 
 # Sample payloads as Claude Code sends them, kept with the tests.
@@ -36,14 +34,6 @@ def hook(agent_api):
         return agent_api.post(HOOK_URL, payload, headers=headers)
 
     return post
-
-
-@pytest.fixture
-async def sync_thread_connections_closed():
-    """Async tests reach the database from asgiref's worker thread; close what it opened, or
-    PostgreSQL refuses to drop the test database at the end of the run."""
-    yield
-    await sync_to_async(connections.close_all)()
 
 
 WAIT = 10  # seconds a test waits for something that should take milliseconds

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 
 OPENCODE_URL = "/hooks/opencode"
 SESSION = "ses_main0001"
@@ -54,11 +52,3 @@ def opencode(agent_api):
         return agent_api.post(OPENCODE_URL, payload, headers=headers)
 
     return post
-
-
-@pytest.fixture
-async def sync_thread_connections_closed():
-    """Async tests reach the database from asgiref's worker thread; close what it opened, or
-    PostgreSQL refuses to drop the test database at the end of the run."""
-    yield
-    await sync_to_async(connections.close_all)()

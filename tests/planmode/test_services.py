@@ -6,6 +6,7 @@ import threading
 import pytest
 from channels.layers import get_channel_layer
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from dashboard import live
 from dashboard.errors import ServiceError
@@ -70,6 +71,23 @@ def test_a_pending_plan_puts_the_session_in_plan_mode(submit):
 def test_approval_ends_plan_mode_back_in_default_mode(submit, reviewer):
     plan = plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=True)
     assert (plan.status, plan.mode_after, plan.decided_by) == ("approved", "default", reviewer)
+    assert mode_of() == "default"
+
+
+def test_a_decision_is_six_statements_in_one_transaction_when_no_comment_is_on_the_plan(
+    submit, reviewer
+):
+    """The plan (locked), whether anyone commented on it, its update, the decision record,
+    whether another plan waits, the session's mode: what a reviewer's click waits on, and the
+    waiting agent with it. (Simple statements: Django spends more time building a subquery
+    than the database spends running two.)"""
+    plan = submit()
+    with CaptureQueriesContext(connection) as queries:
+        plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
+    statements = [q["sql"].split()[0] for q in queries.captured_queries]
+    # (SQLite's BEGIN IMMEDIATE and COMMIT are statements too; PostgreSQL's are not logged.)
+    statements = [word for word in statements if word not in {"BEGIN", "COMMIT"}]
+    assert statements == ["SELECT", "SELECT", "UPDATE", "INSERT", "SELECT", "UPDATE"]
     assert mode_of() == "default"
 
 

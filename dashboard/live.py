@@ -546,7 +546,8 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
             if not plan.is_pending:
                 parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
                 parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
-    for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
+    annotated_only = sorted(due.annotated_plans - due.plans)
+    for plan in plans_by_pk(annotated_only) if annotated_only else []:
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment("".join(html))) for group, html in parts.items()]

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Prefetch
+from django.db import connection
+from django.db.models import Prefetch
 from django.utils.text import Truncator
 
 from dashboard.models import Agent, Session
 from planmode.models import Plan, PlanStatus
 from planmode.selectors import pending_by_session, sessions_with_pending_plans
-from todos.models import AgentTracking, Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
+from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
 from todos.services import FLAG_MESSAGES, progress_of
 
 HISTORY_LENGTH = 30
@@ -213,47 +215,68 @@ def agent_cards(agent_pks: list[int]) -> list[AgentCard]:
     return [_card(agent, list(agent.todos.all())) for agent in agents]
 
 
+def _rows(sql: str, ids: Sequence[int]) -> list[tuple]:
+    """One of the summaries' aggregates for these sessions (`{ids}` in `sql` stands for the
+    placeholders of the list): plain SQL, run on every live update of a session, where
+    compiling the ORM's statements costs more than running them."""
+    placeholders = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(ids=placeholders), list(ids))
+        return cursor.fetchall()
+
+
+_AGENT_TOTALS = """
+    SELECT session_id, COUNT(*), SUM(cleared_total) FROM dashboard_agent
+    WHERE session_id IN ({ids}) GROUP BY session_id
+"""
+_TODO_COUNTS = """
+    SELECT a.session_id, t.status, COUNT(*) FROM todos_todo t
+    JOIN dashboard_agent a ON t.agent_id = a.id
+    WHERE a.session_id IN ({ids}) GROUP BY a.session_id, t.status
+"""
+_FLAGS = """
+    SELECT a.session_id, k.current_flags FROM todos_agenttracking k
+    JOIN dashboard_agent a ON k.agent_id = a.id WHERE a.session_id IN ({ids})
+"""
+# The main agent's current task when it has one, else the earliest subagent's.
+_ACTIVITY = """
+    SELECT a.session_id, a.agent_id = s.session_id, t.active_form, t.content FROM todos_todo t
+    JOIN dashboard_agent a ON t.agent_id = a.id JOIN dashboard_session s ON a.session_id = s.id
+    WHERE a.session_id IN ({ids}) AND t.status = 'in_progress'
+    ORDER BY a.started_at, a.id, t.position
+"""
+_COUNTING = """
+    SELECT DISTINCT a.session_id FROM todos_continuation c
+    JOIN dashboard_agent a ON c.agent_id = a.id
+    WHERE a.session_id IN ({ids}) AND c.status = 'counting'
+"""
+
+
 def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
-    """One summary per session in three queries, whatever the number of agents and todos."""
+    """One summary per session in a fixed number of queries, whatever the number of agents and
+    todos."""
     if not sessions:
         return []
     ids = [s.pk for s in sessions]
     agent_counts: dict[int, int] = defaultdict(int)
     cleared: dict[int, int] = defaultdict(int)
-    for row in Agent.objects.filter(session_id__in=ids).values("session_id", "cleared_total"):
-        agent_counts[row["session_id"]] += 1
-        cleared[row["session_id"]] += row["cleared_total"]
+    for session_pk, agents, cleared_total in _rows(_AGENT_TOTALS, ids):
+        agent_counts[session_pk], cleared[session_pk] = agents, cleared_total or 0
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for row in (
-        Todo.objects.filter(agent__session_id__in=ids)
-        .values("agent__session_id", "status")
-        .annotate(n=Count("pk"))
-    ):
-        counts[row["agent__session_id"]][row["status"]] += row["n"]
+    for session_pk, status, n in _rows(_TODO_COUNTS, ids):
+        counts[session_pk][status] += n
     flagged: dict[int, int] = defaultdict(int)
-    for row in AgentTracking.objects.filter(agent__session_id__in=ids).values(
-        "agent__session_id", "current_flags"
-    ):
-        if row["current_flags"]:
-            flagged[row["agent__session_id"]] += 1
-    # The main agent's current task when it has one, else the earliest subagent's.
+    for session_pk, flags in _rows(_FLAGS, ids):
+        if json.loads(flags) if isinstance(flags, str) else flags:
+            flagged[session_pk] += 1
     activity: dict[int, tuple[bool, str]] = {}
-    for todo in (
-        Todo.objects.filter(agent__session_id__in=ids, status=TodoStatus.IN_PROGRESS)
-        .select_related("agent", "agent__session")
-        .order_by("agent__started_at", "agent_id", "position")
-    ):
-        session_pk = todo.agent.session_id
+    for session_pk, is_main, active_form, content in _rows(_ACTIVITY, ids):
         known = activity.get(session_pk)
-        if known is None or (todo.agent.is_main and not known[0]):
-            text = Truncator(todo.active_form or todo.content).chars(QUOTED_CHARS)
-            activity[session_pk] = (todo.agent.is_main, text)
+        if known is None or (is_main and not known[0]):
+            text = Truncator(active_form or content).chars(QUOTED_CHARS)
+            activity[session_pk] = (bool(is_main), text)
     plans_waiting = pending_by_session(ids)
-    counting = set(
-        Continuation.objects.filter(
-            agent__session_id__in=ids, status=Continuation.Status.COUNTING
-        ).values_list("agent__session_id", flat=True)
-    )
+    counting = {session_pk for (session_pk,) in _rows(_COUNTING, ids)}
     summaries = []
     for session in sessions:
         c = counts[session.pk]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import http.cookiejar
 import json
 import os
@@ -381,7 +382,7 @@ async def decisions(server: LiveServer, rounds: int, idle: int) -> None:
                 # Timed from the POST leaving to the push arriving (often before the answer).
                 to_socket.latencies.append(arrived - started)
             reader.cancel()
-        for n in range(max(1, rounds // 4)):
+        for n in range(max(1, rounds // 2)):
             to_hook.latencies.append(await held_hook_round(server, browser, reviewer, n))
         # The floor at this pace: an empty request from the same browser, a click's time
         # apart (a machine idle between clicks answers slower than one under steady load).
@@ -564,6 +565,14 @@ async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label
     )
 
 
+@functools.lru_cache(maxsize=64)
+def marks(message: str) -> list[tuple[int, int]]:
+    """The (agent, write) marks a board message shows. Every socket gets the same messages:
+    reading each once keeps this one client process, which stands in for 100 browsers, from
+    adding its own work to the latency it measures."""
+    return [(int(agent), int(seq)) for agent, seq in re.findall(r"mark-(\d+)-(\d+)", message)]
+
+
 async def live_updates(server: LiveServer, seconds: float, browsers: int, agents: int) -> None:
     print(
         f"\nLive updates: {browsers} board sockets on one session, "
@@ -603,8 +612,7 @@ async def live_updates(server: LiveServer, seconds: float, browsers: int, agents
             except TimeoutError:
                 continue
             now = time.perf_counter()
-            for agent, seq in re.findall(r"mark-(\d+)-(\d+)", message):
-                agent, seq = int(agent), int(seq)
+            for agent, seq in marks(message):
                 if seq <= seen.get(agent, 0):
                     continue
                 # Every write of this agent up to `seq` is now on the screen.

@@ -68,6 +68,25 @@ def test_a_todo_write_costs_the_same_number_of_queries_for_8_or_80_items(user):
     assert cost(8) == cost(80) <= 16
 
 
+def test_a_flush_costs_the_same_queries_for_one_card_or_five_with_their_history(user):
+    """What one live update of a busy session reads, however many of its agents changed: the
+    cards, the session's header and overview row, the new history lines."""
+
+    def flush_cost(agents: int) -> tuple[int, set[str]]:
+        changed = live.Due()
+        for n in range(agents):
+            written = write_todos(user, SESSION, f"{SESSION}-sub-{n}", [todo(f"Task {n}")])
+            changed.add(written.changes)
+        with CaptureQueriesContext(connection) as queries:
+            messages = live.render(changed)
+        return len(queries.captured_queries), {group for group, _ in messages}
+
+    one, groups = flush_cost(1)
+    five, _ = flush_cost(5)
+    assert one == five <= 13
+    assert len(groups) == 2  # the session's board and the overview
+
+
 @pytest.fixture
 def watched_session(user):
     """A browser's board socket on the session, as a channel in the session's group."""

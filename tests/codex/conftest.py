@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hooks.conftest import HookClient, sync_thread_connections_closed  # noqa: F401
+from tests.hooks.conftest import HookClient
 
 # Payloads as Codex CLI 0.169.0 sends them (recorded from the real CLI, ids and paths replaced).
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codex"

@@ -188,16 +188,18 @@ class PreparedQuery(Generic[M]):
         return None
 
 
-# The writer's hottest read: an agent with its session and tracking row, locked.
-_locked_agent = PreparedQuery(
-    Agent,
-    lambda pk: (
-        Agent.objects.select_for_update(of=("self",))
-        .select_related("session", "tracking")
-        .filter(pk=pk)
-        .order_by()
-    ),
-).get
+def locked_row(model: type[M], *related: str) -> Callable[[int], M | None]:
+    """A prepared read of one row by pk, locked for the transaction, with `related` rows."""
+
+    def queryset(pk: int) -> QuerySet[M]:
+        locked = model._default_manager.select_for_update(of=("self",))
+        return locked.select_related(*related).filter(pk=pk).order_by()
+
+    return PreparedQuery(model, queryset).get
+
+
+# The writer's hottest read: an agent with its session and tracking row.
+_locked_agent = locked_row(Agent, "session", "tracking")
 
 
 def agent_resolve_for_update(

@@ -23,10 +23,10 @@ from dashboard.edge import text_problem
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, PermissionMode, Session
 from dashboard.services import (
-    PreparedQuery,
     agent_resolve_for_update,
     agent_touch,
     idempotent_replay,
+    locked_row,
     session_describe,
 )
 from planmode.markdown import plain_text, render_plan
@@ -282,16 +282,8 @@ def plan_decide(
 
 
 # A reviewer's click and the agent waiting on it wait for these: the plan read is compiled once
-# (`PreparedQuery`), the two checks are plain SQL (compiling them would cost more than running).
-_plan_to_decide = PreparedQuery(
-    Plan,
-    lambda pk: (
-        Plan.objects.select_for_update(of=("self",))
-        .select_related("session", "agent")
-        .filter(pk=pk)
-        .order_by()
-    ),
-).get
+# (`locked_row`), the two checks are plain SQL (compiling them would cost more than running).
+_plan_to_decide = locked_row(Plan, "session", "agent")
 
 
 def _commented(plan: Plan) -> bool:

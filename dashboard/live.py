@@ -464,7 +464,7 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         return watched is None or group in watched
 
     parts: dict[str, list[str]] = defaultdict(list)
-    plans = plans_by_pk(sorted(due.plans)) if due.plans else []
+    plans = plans_by_pk(sorted(due.plans))
     session_pks = {
         pk
         for pk in set(due.sessions) | {plan.session_id for plan in plans}
@@ -546,8 +546,7 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
             if not plan.is_pending:
                 parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
                 parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
-    annotated_only = sorted(due.annotated_plans - due.plans)
-    for plan in plans_by_pk(annotated_only) if annotated_only else []:
+    for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment("".join(html))) for group, html in parts.items()]

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import Prefetch
 from django.utils.text import Truncator
 
 from dashboard.models import Agent, Session
+from dashboard.sql import rows_in
 from planmode.models import Plan, PlanStatus
 from planmode.selectors import pending_by_session, sessions_with_pending_plans
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
@@ -215,16 +215,7 @@ def agent_cards(agent_pks: list[int]) -> list[AgentCard]:
     return [_card(agent, list(agent.todos.all())) for agent in agents]
 
 
-def _rows(sql: str, ids: Sequence[int]) -> list[tuple]:
-    """One of the summaries' aggregates for these sessions (`{ids}` in `sql` stands for the
-    placeholders of the list): plain SQL, run on every live update of a session, where
-    compiling the ORM's statements costs more than running them."""
-    placeholders = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
-        cursor.execute(sql.format(ids=placeholders), list(ids))
-        return cursor.fetchall()
-
-
+# A session's summary is read on every live update of it: its aggregates are plain SQL.
 _AGENT_TOTALS = """
     SELECT session_id, COUNT(*), SUM(cleared_total) FROM dashboard_agent
     WHERE session_id IN ({ids}) GROUP BY session_id
@@ -260,23 +251,23 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
     ids = [s.pk for s in sessions]
     agent_counts: dict[int, int] = defaultdict(int)
     cleared: dict[int, int] = defaultdict(int)
-    for session_pk, agents, cleared_total in _rows(_AGENT_TOTALS, ids):
+    for session_pk, agents, cleared_total in rows_in(_AGENT_TOTALS, ids):
         agent_counts[session_pk], cleared[session_pk] = agents, cleared_total or 0
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for session_pk, status, n in _rows(_TODO_COUNTS, ids):
+    for session_pk, status, n in rows_in(_TODO_COUNTS, ids):
         counts[session_pk][status] += n
     flagged: dict[int, int] = defaultdict(int)
-    for session_pk, flags in _rows(_FLAGS, ids):
+    for session_pk, flags in rows_in(_FLAGS, ids):
         if json.loads(flags) if isinstance(flags, str) else flags:
             flagged[session_pk] += 1
     activity: dict[int, tuple[bool, str]] = {}
-    for session_pk, is_main, active_form, content in _rows(_ACTIVITY, ids):
+    for session_pk, is_main, active_form, content in rows_in(_ACTIVITY, ids):
         known = activity.get(session_pk)
         if known is None or (is_main and not known[0]):
             text = Truncator(active_form or content).chars(QUOTED_CHARS)
             activity[session_pk] = (bool(is_main), text)
     plans_waiting = pending_by_session(ids)
-    counting = {session_pk for (session_pk,) in _rows(_COUNTING, ids)}
+    counting = {session_pk for (session_pk,) in rows_in(_COUNTING, ids)}
     summaries = []
     for session in sessions:
         c = counts[session.pk]

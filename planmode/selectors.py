@@ -52,6 +52,8 @@ def plan_for_review(plan_id: int) -> Plan | None:
 
 
 def plans_by_pk(plan_pks: list[int]) -> list[Plan]:
+    if not plan_pks:
+        return []  # (a query for none still costs its compiling)
     return list(_with_relations(Plan.objects.filter(pk__in=plan_pks)).order_by("pk"))
 
 

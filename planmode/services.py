@@ -29,6 +29,7 @@ from dashboard.services import (
     locked_row,
     session_describe,
 )
+from dashboard.sql import any_row
 from planmode.markdown import plain_text, render_plan
 from planmode.models import Annotation, ModeAfter, Plan, PlanStatus
 
@@ -106,10 +107,11 @@ def _finish(
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
     reviewer_pk = reviewer.pk if reviewer else None
+    pending = PlanStatus.PENDING.value
     with connection.cursor() as cursor:
         cursor.execute(
             _FINISH_PLAN,
-            [outcome, mode_after, feedback, notes, reviewer_pk, stamp, plan.pk, PlanStatus.PENDING],
+            [outcome, mode_after, feedback, notes, reviewer_pk, stamp, plan.pk, pending],
         )
         if cursor.rowcount != 1:
             return False
@@ -287,18 +289,14 @@ _plan_to_decide = locked_row(Plan, "session", "agent")
 
 
 def _commented(plan: Plan) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM planmode_annotation WHERE plan_id = %s LIMIT 1", [plan.pk])
-        return cursor.fetchone() is not None
+    return any_row("SELECT 1 FROM planmode_annotation WHERE plan_id = %s LIMIT 1", [plan.pk])
 
 
 def _plans_waiting(session_pk: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM planmode_plan WHERE session_id = %s AND status = %s LIMIT 1",
-            [session_pk, PlanStatus.PENDING.value],
-        )
-        return cursor.fetchone() is not None
+    return any_row(
+        "SELECT 1 FROM planmode_plan WHERE session_id = %s AND status = %s LIMIT 1",
+        [session_pk, PlanStatus.PENDING.value],
+    )
 
 
 # --- annotations ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from dashboard.services import (
     idempotent_replay,
     validate_id,
 )
+from dashboard.sql import any_row
 from todos import enforcer
 from todos.models import Todo, TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
@@ -166,12 +167,10 @@ _INSERT_REVISION = """
 def revision_key_used(*, agent: Agent, key: str) -> bool:
     """Whether a write of this agent already carried this idempotency key (a hook's
     tool_use_id): a delivery seen before."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM todos_todorevision WHERE agent_id = %s AND idempotency_key = %s",
-            [agent.pk, key],
-        )
-        return cursor.fetchone() is not None
+    return any_row(
+        "SELECT 1 FROM todos_todorevision WHERE agent_id = %s AND idempotency_key = %s",
+        [agent.pk, key],
+    )
 
 
 def current_todos(agent: Agent) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 
 from dashboard.changes import Changes
@@ -30,6 +30,7 @@ from dashboard.notifications.messages import (
     session_notice,
 )
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
+from dashboard.sql import any_row
 from planmode.models import PermissionRequest, Plan
 from todos.models import Continuation
 
@@ -50,9 +51,7 @@ def destinations_exist() -> bool:
     """Asked of the database each time, not remembered: another server process may add the
     first target or device at any moment, and its first event must reach it. Only the rare
     writes that may notify (a plan, a request, a countdown, a stop, an end) ask."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ANY_DESTINATION)
-        return cursor.fetchone() is not None
+    return any_row(_ANY_DESTINATION)
 
 
 def notifiable(changes: Changes) -> bool:

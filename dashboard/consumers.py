@@ -17,6 +17,7 @@ from django.urls import reverse
 from pydantic import ValidationError
 
 from dashboard import live, reader, selectors
+from dashboard.boards import boards_for
 from dashboard.changes import Outcome
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
@@ -108,17 +109,15 @@ class BoardConsumer(Consumer):
             self.live_groups = [live.session_group(self.session_pk), header]
         else:
             self.live_groups = [live.OVERVIEW_GROUP, header]
-        for group in self.live_groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+        # Fragments reach it through the process's own channel (`dashboard.boards`).
+        boards = boards_for()
+        await boards.join(self, self.live_groups)
         await self.accept()
         await self.send(text_data=await self._snapshot())
+        await boards.snapshot_sent(self)
 
     async def disconnect(self, code: int) -> None:
-        for group in getattr(self, "live_groups", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def board_fragment(self, event: live.BoardFragment) -> None:
-        await self.send(text_data=event["html"])
+        boards_for().leave(self, getattr(self, "live_groups", []))
 
     @database_sync_to_async
     def _session_pk(self, session_id: str) -> int | None:

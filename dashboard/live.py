@@ -8,7 +8,8 @@ at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes touched 
 change of a quiet period at once and the last state always; the plan lists likewise. New history
 lines go out with the next flush. Flushes are at least `FLUSH_GAP` apart, so a busy board gets
 what changed in one message rather than a message per write; each group gets one message per
-flush, rendered once for all its browsers.
+flush, rendered once for all its browsers, and reaches each process once: the process hands it
+to its own board sockets (`dashboard.boards`).
 
 Everything crosses the channel layer, so one process or many behave alike. The channel layer
 may drop a message: clients resync from the database when they (re)connect.
@@ -85,9 +86,11 @@ def continuation_group(continuation_pk: int) -> str:
 
 
 class BoardFragment(TypedDict):
-    """htmx out-of-band fragments for board sockets to forward as they are."""
+    """htmx out-of-band fragments for the board sockets of a group to forward as they are
+    (`dashboard.boards`)."""
 
     type: Literal["board.fragment"]
+    group: str
     html: str
 
 
@@ -449,8 +452,8 @@ async def watched_groups(groups: set[str]) -> set[str] | None:
 # --- rendering (in the render thread) -----------------------------------------------------------
 
 
-def fragment(html: str) -> BoardFragment:
-    return BoardFragment(type="board.fragment", html=html)
+def fragment(group: str, html: str) -> BoardFragment:
+    return BoardFragment(type="board.fragment", group=group, html=html)
 
 
 def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
@@ -549,7 +552,7 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
     for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
-    return [(group, fragment("".join(html))) for group, html in parts.items()]
+    return [(group, fragment(group, "".join(html))) for group, html in parts.items()]
 
 
 def render_plans_waiting(audience: int | None = None) -> str:

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from django.db import transaction
 from django.test.signals import template_rendered
 
 from dashboard import live
+from dashboard.boards import Boards
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, Session
 from tests.conftest import BROWSER_ORIGIN, parse_html, todo, write_todos, write_todos_live
@@ -253,3 +256,87 @@ async def test_every_browser_gets_the_same_fragment_rendered_once(
     assert "Tasks (1/2)" in parse_html(board_html).text()
     assert rendered_templates.count("dashboard/_agent_card.html") == 1
     assert rendered_templates.count("dashboard/_session_row.html") == 1
+
+
+# --- one channel per process ------------------------------------------------------------------
+
+
+def members_of(group: str) -> int:
+    return len(get_channel_layer().groups.get(group, {}))
+
+
+async def test_a_processs_boards_are_one_member_of_their_group_and_all_get_each_fragment(
+    browser, user, rendered_templates
+):
+    await write(user, SESSION, SESSION, [todo("Run tests", "in_progress")])
+    group = live.session_group(await pk_of_session())
+    sockets = [(await browser(f"/ws/board/?session={SESSION}"))[0] for _ in range(3)]
+    assert members_of(group) == 1
+
+    await write(user, SESSION, SESSION, [todo("Run tests", "completed")])
+
+    fragments = [await socket.receive_from(timeout=5) for socket in sockets]
+    assert len(set(fragments)) == 1
+    assert "Tasks (1/1)" in parse_html(fragments[0]).text()
+
+    for socket in sockets:
+        await socket.disconnect()
+    await asyncio.sleep(0.05)  # the group is left in a task of its own
+    assert members_of(group) == 0
+    rendered_templates.clear()
+    await write(user, SESSION, SESSION, [todo("Run tests", "completed"), todo("Ship")])
+    # Nobody watches the session any more: its card is not rendered for nobody.
+    assert "dashboard/_agent_card.html" not in rendered_templates
+
+
+async def test_a_fragment_that_comes_while_the_snapshot_is_read_follows_the_snapshot(
+    browser, user, monkeypatch
+):
+    from dashboard.consumers import BoardConsumer
+
+    await write(user, SESSION, SESSION, [todo("Run tests", "in_progress")])
+    group = live.session_group(await pk_of_session())
+    read_snapshot = database_sync_to_async(BoardConsumer.__dict__["_snapshot"].func)
+
+    async def snapshot_overtaken(consumer: BoardConsumer) -> str:
+        html = await read_snapshot(consumer)
+        # A newer fragment, rendered after the snapshot was read, arrives before it is sent.
+        await get_channel_layer().group_send(
+            group, live.fragment(group, '<p id="newer" hx-swap-oob="true">newer</p>')
+        )
+        await asyncio.sleep(0.05)
+        return html
+
+    monkeypatch.setattr(BoardConsumer, "_snapshot", snapshot_overtaken)
+
+    socket, snapshot = await browser(f"/ws/board/?session={SESSION}")
+
+    assert snapshot.find(id="cards") is not None
+    assert parse_html(await socket.receive_from(timeout=5)).find(id="newer").text() == "newer"
+
+
+class Recorder:
+    """A board socket that keeps what it is sent (or fails to send, like a broken one)."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.broken = broken
+        self.sent: list[str] = []
+
+    async def send(self, text_data: str | None = None) -> None:
+        if self.broken:
+            raise ConnectionResetError("gone")
+        self.sent.append(text_data or "")
+
+
+async def test_a_broken_board_does_not_keep_a_fragment_from_the_others():
+    boards = Boards(asyncio.get_running_loop())
+    broken, working = Recorder(broken=True), Recorder()
+    for socket in (broken, working):
+        await boards.join(socket, ["board.test"])
+        await boards.snapshot_sent(socket)
+
+    await boards.deliver("board.test", "<p>one</p>")
+
+    assert working.sent == ["<p>one</p>"]
+    for socket in (broken, working):
+        boards.leave(socket, ["board.test"])

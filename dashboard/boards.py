@@ -1,0 +1,137 @@
+"""The browser board sockets of this process, and the one channel their live fragments come by.
+
+A board socket does not join the channel layer groups it shows: the process does, once, with a
+channel of its own, and hands each fragment that arrives to every socket of that group here.
+A fragment sent to a group of a hundred boards is then one channel layer message per process
+instead of a hundred, and one loop here instead of a hundred consumer wake-ups.
+
+A socket that has just joined gets its snapshot first: fragments that arrive while the snapshot
+is being read wait until it is sent, so a page never shows something older than its snapshot.
+
+The registry holds only this process's own sockets; what they show comes from the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import Protocol
+
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+
+class BoardSocket(Protocol):
+    async def send(self, text_data: str | None = None) -> None: ...
+
+
+class Boards:
+    """The board sockets of one event loop; every method runs on that loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.members: dict[str, set[BoardSocket]] = {}
+        # Sockets whose snapshot is not sent yet, with the fragments that came meanwhile.
+        self.held: dict[BoardSocket, list[str]] = {}
+        self._channel: str | None = None
+        # Joining and leaving a group of the channel layer happen one at a time, so that a
+        # group left by its last socket and joined again by a new one stays joined.
+        self._membership = asyncio.Lock()
+        self._listener: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def join(self, socket: BoardSocket, groups: list[str]) -> None:
+        """Deliver the fragments of `groups` to `socket` from now on, holding them until
+        `snapshot_sent(socket)`."""
+        self.held[socket] = []
+        layer = get_channel_layer()
+        async with self._membership:
+            if self._channel is None:
+                self._channel = await layer.new_channel()
+            for group in groups:
+                members = self.members.setdefault(group, set())
+                if not members:
+                    await asyncio.shield(layer.group_add(group, self._channel))
+                members.add(socket)
+        if self._listener is None or self._listener.done():
+            self._listener = self.loop.create_task(self._listen(self._channel))
+
+    async def snapshot_sent(self, socket: BoardSocket) -> None:
+        """The socket shows its snapshot: what came meanwhile goes out now, then all as it
+        comes."""
+        while held := self.held.get(socket):
+            self.held[socket] = []
+            for html in held:
+                await _send(socket, html)
+        self.held.pop(socket, None)
+
+    def leave(self, socket: BoardSocket, groups: list[str]) -> None:
+        self.held.pop(socket, None)
+        for group in groups:
+            members = self.members.get(group)
+            if members is None:
+                continue
+            members.discard(socket)
+            if not members:
+                del self.members[group]
+                self._keep(self.loop.create_task(self._leave_group(group)))
+        if not self.members and self._listener is not None:
+            # Nobody watches here any more: no task is left running (a test's loop may close).
+            self._listener.cancel()
+            self._keep(self._listener)
+            self._listener = None
+
+    async def deliver(self, group: str, html: str) -> None:
+        for socket in list(self.members.get(group, ())):
+            held = self.held.get(socket)
+            if held is not None:
+                held.append(html)
+            else:
+                await _send(socket, html)
+
+    async def _leave_group(self, group: str) -> None:
+        async with self._membership:
+            if group not in self.members and self._channel is not None:
+                await get_channel_layer().group_discard(group, self._channel)
+
+    async def _listen(self, channel: str) -> None:
+        layer = get_channel_layer()
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # Boards resync when they reconnect; meanwhile try again shortly.
+                logger.exception("could not receive live fragments")
+                await asyncio.sleep(1)
+                continue
+            group, html = message.get("group"), message.get("html")
+            if message.get("type") == "board.fragment" and isinstance(html, str) and group:
+                await self.deliver(group, html)
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        """Hold a reference to `task` until it is done (the loop holds only a weak one)."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+async def _send(socket: BoardSocket, html: str) -> None:
+    try:
+        await socket.send(text_data=html)
+    except Exception:
+        # One socket's failure must not keep the fragment from the others.
+        logger.warning("could not send a live fragment to a board", exc_info=True)
+
+
+_boards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Boards] = weakref.WeakKeyDictionary()
+
+
+def boards_for(loop: asyncio.AbstractEventLoop | None = None) -> Boards:
+    loop = loop or asyncio.get_running_loop()
+    boards = _boards.get(loop)
+    if boards is None:
+        boards = _boards[loop] = Boards(loop)
+    return boards

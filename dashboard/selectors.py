@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Prefetch
 from django.utils.text import Truncator
 
 from dashboard.models import Agent, Session
-from dashboard.sql import rows_in
+from dashboard.sql import PreparedQuery, rows_in
 from planmode.models import Plan, PlanStatus
 from planmode.selectors import pending_by_session, sessions_with_pending_plans
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
@@ -125,7 +124,18 @@ def card_window(todos: Sequence[Todo]) -> tuple[int, int]:
     return start, start + CARD_ITEMS
 
 
-def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
+@dataclass
+class _CardParts:
+    """What a card shows besides its agent, read for many agents at once."""
+
+    todos: list[Todo] = field(default_factory=list)
+    counting: list[Continuation] = field(default_factory=list)
+    recent_flags: list[EnforcerEvent] = field(default_factory=list)
+    pending_plans: list[Plan] = field(default_factory=list)
+
+
+def _card(agent: Agent, parts: _CardParts) -> AgentCard:
+    todos = parts.todos
     wire = [{"status": t.status} for t in todos]
     progress = progress_of(wire)
     all_done = not todos and agent.cleared_total > 0
@@ -141,61 +151,87 @@ def _card(agent: Agent, todos: list[Todo]) -> AgentCard:
     tracking = getattr(agent, "tracking", None)
     current = tracking.current_flags if tracking else []
     flags = [(flag, FLAG_MESSAGES[flag]) for flag in current if flag in FLAG_MESSAGES]
-    counting = agent.counting_continuations
     start, end = card_window(todos)
-    pending_plans = getattr(agent, "pending_plans", [])
     return AgentCard(
         agent=agent,
         todos=todos,
         tally=tally,
         flags=flags,
         all_done=all_done,
-        countdown=counting[0] if counting else None,
-        flag_history=list(agent.recent_flags),
+        countdown=parts.counting[0] if parts.counting else None,
+        flag_history=parts.recent_flags,
         shown=todos[start:end],
         hidden_before=start,
         hidden_after=len(todos) - end,
-        waiting_plan=pending_plans[0] if pending_plans else None,
+        waiting_plan=parts.pending_plans[0] if parts.pending_plans else None,
     )
 
 
 FLAG_HISTORY_LENGTH = 5
 
+# Cards are rendered on every live update of an agent: their reads are compiled once.
+_agents = PreparedQuery(
+    Agent,
+    lambda pks: (
+        Agent.objects.filter(pk__in=pks)
+        .select_related("session", "session__owner", "tracking")
+        .order_by("pk")
+    ),
+)
+_todos = PreparedQuery(
+    Todo, lambda pks: Todo.objects.filter(agent_id__in=pks).order_by("agent_id", "position")
+)
+_counting = PreparedQuery(
+    Continuation,
+    lambda pks: Continuation.objects.filter(
+        agent_id__in=pks, status=Continuation.Status.COUNTING
+    ).order_by("pk"),
+)
+_pending_plans = PreparedQuery(
+    Plan,
+    lambda pks: Plan.objects.filter(agent_id__in=pks, status=PlanStatus.PENDING).order_by(
+        "-revision", "pk"
+    ),
+)
+_events = PreparedQuery(
+    EnforcerEvent,
+    lambda pks: EnforcerEvent.objects.filter(pk__in=pks).order_by("-created_at", "-pk"),
+)
+# The newest few flags of each agent (its kind and how many are parameters).
+_RECENT_FLAGS = """
+    SELECT id FROM (
+        SELECT id, ROW_NUMBER() OVER (
+            PARTITION BY agent_id ORDER BY created_at DESC, id DESC
+        ) AS newness
+        FROM todos_enforcerevent WHERE agent_id IN ({ids}) AND kind = %s
+    ) ranked WHERE newness <= %s
+"""
 
-def _card_prefetches() -> list[Prefetch]:
-    return [
-        Prefetch("todos", queryset=Todo.objects.order_by("position")),
-        Prefetch(
-            "continuations",
-            queryset=Continuation.objects.filter(status=Continuation.Status.COUNTING),
-            to_attr="counting_continuations",
-        ),
-        Prefetch(
-            "enforcer_events",
-            queryset=EnforcerEvent.objects.filter(kind=EnforcerEvent.Kind.FLAG).order_by(
-                "-created_at", "-pk"
-            )[:FLAG_HISTORY_LENGTH],
-            to_attr="recent_flags",
-        ),
-        Prefetch(
-            "plans",
-            queryset=Plan.objects.filter(status=PlanStatus.PENDING).order_by("-revision"),
-            to_attr="pending_plans",
-        ),
-    ]
+
+def _cards(agents: list[Agent]) -> list[AgentCard]:
+    """The cards of these agents (their session and tracking rows loaded), in five queries."""
+    parts = {agent.pk: _CardParts() for agent in agents}
+    pks = list(parts)
+    for todo in _todos.rows(pks):
+        parts[todo.agent_id].todos.append(todo)
+    for continuation in _counting.rows(pks):
+        parts[continuation.agent_id].counting.append(continuation)
+    for plan in _pending_plans.rows(pks):
+        parts[plan.agent_id].pending_plans.append(plan)
+    recent = (EnforcerEvent.Kind.FLAG.value, FLAG_HISTORY_LENGTH)
+    flag_pks = [pk for (pk,) in rows_in(_RECENT_FLAGS, pks, recent)] if pks else []
+    for event in _events.rows(flag_pks):
+        parts[event.agent_id].recent_flags.append(event)
+    return [_card(agent, parts[agent.pk]) for agent in agents]
 
 
 def board_cards(session: Session) -> list[AgentCard]:
     """Main agent first, then subagents in start order."""
-    agents = list(
-        session.agents.select_related("tracking")
-        .prefetch_related(*_card_prefetches())
-        .order_by("started_at", "pk")
-    )
+    agents = list(session.agents.select_related("tracking").order_by("started_at", "pk"))
     for agent in agents:
         agent.session = session
     agents.sort(key=lambda a: not a.is_main)
-    return [_card(agent, list(agent.todos.all())) for agent in agents]
+    return _cards(agents)
 
 
 def agent_card(agent_pk: int) -> AgentCard:
@@ -204,15 +240,7 @@ def agent_card(agent_pk: int) -> AgentCard:
 
 def agent_cards(agent_pks: list[int]) -> list[AgentCard]:
     """The cards of these agents (of any sessions) in a fixed number of queries."""
-    if not agent_pks:
-        return []
-    agents = (
-        Agent.objects.filter(pk__in=agent_pks)
-        .select_related("session", "session__owner", "tracking")
-        .prefetch_related(*_card_prefetches())
-        .order_by("pk")
-    )
-    return [_card(agent, list(agent.todos.all())) for agent in agents]
+    return _cards(_agents.rows(agent_pks))
 
 
 # A session's summary is read on every live update of it: its aggregates are plain SQL.
@@ -323,9 +351,13 @@ def session_summary(session_pk: int) -> SessionSummary:
     return session_summaries_by_pk([session_pk])[0]
 
 
+_sessions = PreparedQuery(
+    Session, lambda pks: Session.objects.select_related("owner").filter(pk__in=pks)
+)
+
+
 def session_summaries_by_pk(session_pks: list[int]) -> list[SessionSummary]:
-    sessions = list(Session.objects.select_related("owner").filter(pk__in=session_pks))
-    return session_summaries(sessions)
+    return session_summaries(_sessions.rows(session_pks))
 
 
 @dataclass(frozen=True)
@@ -404,20 +436,21 @@ def enforcer_history_entry(event: EnforcerEvent) -> HistoryEntry:
     )
 
 
+_revisions = PreparedQuery(
+    TodoRevision,
+    lambda pks: TodoRevision.objects.filter(pk__in=pks).select_related("agent", "agent__session"),
+)
+_history_events = PreparedQuery(
+    EnforcerEvent,
+    lambda pks: EnforcerEvent.objects.filter(pk__in=pks).select_related("agent", "agent__session"),
+)
+
+
 def history_entries(*, revision_pks: list[int], event_pks: list[int]) -> list[HistoryEntry]:
     """History lines for these todo revisions and enforcer events, in two queries at most."""
-    entries = []
-    if revision_pks:
-        revisions = TodoRevision.objects.filter(pk__in=revision_pks).select_related(
-            "agent", "agent__session"
-        )
-        entries += [history_entry(revision) for revision in revisions]
-    if event_pks:
-        events = EnforcerEvent.objects.filter(pk__in=event_pks).select_related(
-            "agent", "agent__session"
-        )
-        entries += [enforcer_history_entry(event) for event in events]
-    return entries
+    return [history_entry(revision) for revision in _revisions.rows(revision_pks)] + [
+        enforcer_history_entry(event) for event in _history_events.rows(event_pks)
+    ]
 
 
 def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[HistoryEntry]:

@@ -8,19 +8,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from time import monotonic
-from typing import Any, Generic, TypeVar
+from typing import TypeVar
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.db.models import QuerySet
-from django.db.models.query import get_related_populators
 from django.utils import timezone
 
 from dashboard.changes import Changes
 from dashboard.edge import column_length
 from dashboard.errors import ServiceError
 from dashboard.models import Agent, AgentToken, Client, Session, hash_token
+from dashboard.sql import PreparedQuery
 
 M = TypeVar("M", bound=models.Model)
 
@@ -140,60 +140,12 @@ def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
     return known[0] if known is not None and known[1] == owner.pk else None
 
 
-class PreparedQuery(Generic[M]):
-    """A hot single-row read, compiled once per process: Django compiles a query anew on every
-    run, which for a join costs more than the database takes to answer it. This keeps the ORM's
-    own SQL, converters and model building (related rows included) and skips only the
-    compiling. `queryset(pk)` must select one row by that one parameter; if its shape ever had
-    more parameters, `get` falls back to the plain queryset."""
-
-    PLACEHOLDER = -7_340_017
-
-    def __init__(self, model: type[M], queryset: Callable[[int], QuerySet[M]]) -> None:
-        self.model = model
-        self.queryset = queryset
-        self.compiled: tuple[Any, str, list[Any]] | None = None
-
-    def _compile(self) -> tuple[Any, str, list[Any]] | None:
-        compiler = self.queryset(self.PLACEHOLDER).query.get_compiler(using="default")
-        sql, params = compiler.as_sql()
-        if list(params) != [self.PLACEHOLDER]:
-            return None
-        klass_info = compiler.klass_info
-        select_fields = klass_info["select_fields"]
-        start, end = select_fields[0], select_fields[-1] + 1
-        init_list = [column[0].target.attname for column in compiler.select[start:end]]
-        populators = get_related_populators(klass_info, compiler.select, "default")
-        fields = [column[0] for column in compiler.select[: compiler.col_count]]
-        converters = compiler.get_converters(fields)
-        return compiler, sql, [start, end, init_list, populators, converters]
-
-    def get(self, pk: int) -> M | None:
-        if self.compiled is None:
-            self.compiled = self._compile() or (None, "", [])
-        compiler, sql, shape = self.compiled
-        if compiler is None:
-            return self.queryset(pk).first()
-        start, end, init_list, populators, converters = shape
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [pk])
-            rows = cursor.fetchmany(1)
-        if converters:
-            rows = compiler.apply_converters(rows, converters)
-        for row in rows:
-            instance = self.model.from_db("default", init_list, row[start:end])
-            for populator in populators:
-                populator.populate(row, instance)
-            return instance
-        return None
-
-
 def locked_row(model: type[M], *related: str) -> Callable[[int], M | None]:
     """A prepared read of one row by pk, locked for the transaction, with `related` rows."""
 
-    def queryset(pk: int) -> QuerySet[M]:
+    def queryset(pks: list[int]) -> QuerySet[M]:
         locked = model._default_manager.select_for_update(of=("self",))
-        return locked.select_related(*related).filter(pk=pk).order_by()
+        return locked.select_related(*related).filter(pk=pks[0]).order_by()
 
     return PreparedQuery(model, queryset).get
 

@@ -1,13 +1,19 @@
-"""Plain SQL for the few statements on hot paths (a hook, a decision, a live update), where
-Django compiling a query costs more than the database running it. Each statement is standard
-SQL that SQLite and PostgreSQL both take; everything else goes through the ORM."""
+"""The hot paths' SQL (a hook, a decision, a live update), where Django compiling a query costs
+more than the database running it: a few plain statements, and ORM querysets compiled once per
+process. Each plain statement is standard SQL that SQLite and PostgreSQL both take."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from django.db import connection
+from django.db import connection, models
+from django.db.models import QuerySet
+from django.db.models.query import get_related_populators
+from django.db.models.sql.compiler import SQLCompiler
+
+M = TypeVar("M", bound=models.Model)
 
 
 def any_row(sql: str, params: Sequence[Any] = ()) -> bool:
@@ -17,9 +23,100 @@ def any_row(sql: str, params: Sequence[Any] = ()) -> bool:
         return cursor.fetchone() is not None
 
 
-def rows_in(sql: str, ids: Sequence[int]) -> list[tuple]:
-    """The rows of `sql` for a list of ids: `{ids}` in `sql` stands for its placeholders."""
+def rows_in(sql: str, ids: Sequence[int], params: Sequence[Any] = ()) -> list[tuple]:
+    """The rows of `sql` for a list of ids: `{ids}` in `sql` stands for its placeholders, and
+    `params` fill the placeholders that come after it."""
     placeholders = ", ".join(["%s"] * len(ids))
     with connection.cursor() as cursor:
-        cursor.execute(sql.format(ids=placeholders), list(ids))
+        cursor.execute(sql.format(ids=placeholders), [*ids, *params])
         return cursor.fetchall()
+
+
+class PreparedQuery(Generic[M]):
+    """A hot read by a list of ids, compiled once per process and number of ids: Django
+    compiles a query anew on every run, which for a join or a subquery costs more than the
+    database takes to answer it. This keeps the ORM's own SQL, converters and model building
+    (related rows included) and skips only the compiling.
+
+    `queryset(ids)` builds the read from a list of ids (`filter(pk__in=ids)`, or `pk=ids[0]` for
+    a single row). A shape this cannot prepare (ids that do not end up as parameters of their
+    own, annotations) falls back to running the queryset as it is."""
+
+    # Ids stand in by these while compiling; no real id or other parameter takes such a value.
+    PLACEHOLDER = -7_340_017
+    MOST_IDS = 64
+
+    def __init__(self, model: type[M], queryset: Callable[[list[int]], QuerySet[M]]) -> None:
+        self.model = model
+        self.queryset = queryset
+        self.compiled: dict[int, _Compiled | None] = {}
+
+    def get(self, pk: int) -> M | None:
+        rows = self.rows([pk])
+        return rows[0] if rows else None
+
+    def rows(self, ids: Sequence[int]) -> list[M]:
+        ids = sorted(set(ids))
+        if not ids:
+            return []
+        if len(ids) not in self.compiled and len(ids) <= self.MOST_IDS:
+            self.compiled[len(ids)] = self._compile(len(ids))
+        compiled = self.compiled.get(len(ids))
+        if compiled is None:
+            return list(self.queryset(ids))
+        return compiled.run(self.model, ids)
+
+    def _compile(self, count: int) -> _Compiled | None:
+        stand_ins = {self.PLACEHOLDER - i: i for i in range(count)}
+        compiler = self.queryset(list(stand_ins)).query.get_compiler(using="default")
+        sql, params = compiler.as_sql()
+        # Each parameter is either the id at that index or a constant of the query.
+        shape = [(stand_ins[p], None) if p in stand_ins else (None, p) for p in params]
+        if {index for index, _ in shape if index is not None} != set(range(count)):
+            return None
+        if compiler.annotation_col_map:
+            return None
+        klass_info = compiler.klass_info
+        select_fields = klass_info["select_fields"]
+        start, end = select_fields[0], select_fields[-1] + 1
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        return _Compiled(
+            compiler=compiler,
+            sql=sql,
+            shape=shape,
+            start=start,
+            end=end,
+            init_list=[column[0].target.attname for column in compiler.select[start:end]],
+            populators=get_related_populators(klass_info, compiler.select, "default"),
+            converters=compiler.get_converters(fields),
+        )
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A query compiled for a number of ids, and how to build models from its rows."""
+
+    compiler: SQLCompiler
+    sql: str
+    # Per parameter: (index of the id, None) or (None, the query's own constant).
+    shape: list[tuple[int | None, Any]]
+    start: int
+    end: int
+    init_list: list[str]
+    populators: list[Any]
+    converters: dict[int, Any]
+
+    def run(self, model: type[M], ids: list[int]) -> list[M]:
+        params = [ids[index] if index is not None else value for index, value in self.shape]
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchall()
+        if self.converters:
+            rows = self.compiler.apply_converters(rows, self.converters)
+        found = []
+        for row in rows:
+            instance = model.from_db("default", self.init_list, row[self.start : self.end])
+            for populator in self.populators:
+                populator.populate(row, instance)
+            found.append(instance)
+        return found

@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from dashboard.errors import ServiceError
+from dashboard.sql import PreparedQuery
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20
@@ -99,16 +100,22 @@ def session_pending_plans(session_pk: int) -> list[Plan]:
     )
 
 
+# Read on every live update of a session: compiled once.
+_pending_in_sessions = PreparedQuery(
+    Plan,
+    lambda pks: (
+        Plan.objects.filter(session_id__in=pks, status=PlanStatus.PENDING)
+        .select_related("agent", "agent__session")
+        .order_by("submitted_at", "pk")
+    ),
+)
+
+
 def pending_by_session(session_pks: list[int]) -> dict[int, dict[str, Any]]:
     """For overview rows: how many plans wait in each session, since when, and the one that
     has waited longest (the one to review first)."""
     waiting: dict[int, dict[str, Any]] = {}
-    plans = (
-        Plan.objects.filter(session_id__in=session_pks, status=PlanStatus.PENDING)
-        .select_related("agent", "agent__session")
-        .order_by("submitted_at", "pk")
-    )
-    for plan in plans:
+    for plan in _pending_in_sessions.rows(session_pks):
         entry = waiting.setdefault(
             plan.session_id,
             {"plans_waiting": 0, "plan_waiting_since": plan.submitted_at, "waiting_plan": plan},

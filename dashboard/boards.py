@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
-from typing import Protocol
+from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
+
+from dashboard.loops import PerLoop, keep, listen
 
 logger = logging.getLogger(__name__)
 
@@ -76,12 +77,23 @@ class Boards:
             members.discard(socket)
             if not members:
                 del self.members[group]
-                self._keep(self.loop.create_task(self._leave_group(group)))
+                keep(self._tasks, self.loop.create_task(self._leave_group(group)))
         if not self.members and self._listener is not None:
             # Nobody watches here any more: no task is left running (a test's loop may close).
             self._listener.cancel()
-            self._keep(self._listener)
+            keep(self._tasks, self._listener)  # until its cancellation has run its course
             self._listener = None
+
+    async def close(self, timeout: float = 5) -> None:
+        """Stop listening and wait up to `timeout` for this registry's tasks (a group left, the
+        listener's read cancelled): for a loop that is about to close."""
+        if self._listener is not None:
+            self._listener.cancel()
+            keep(self._tasks, self._listener)
+            self._listener = None
+        running = [task for task in self._tasks if task is not asyncio.current_task()]
+        if running:
+            await asyncio.wait(running, timeout=timeout)
 
     async def deliver(self, group: str, html: str) -> None:
         for socket in list(self.members.get(group, ())):
@@ -97,25 +109,17 @@ class Boards:
                 await get_channel_layer().group_discard(group, self._channel)
 
     async def _listen(self, channel: str) -> None:
-        layer = get_channel_layer()
-        while True:
-            try:
-                message = await layer.receive(channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # Boards resync when they reconnect; meanwhile try again shortly.
-                logger.exception("could not receive live fragments")
-                await asyncio.sleep(1)
-                continue
-            group, html = message.get("group"), message.get("html")
-            if message.get("type") == "board.fragment" and isinstance(html, str) and group:
-                await self.deliver(group, html)
+        await listen(
+            channel,
+            self._heard,
+            failing="boards miss live fragments until they reconnect",
+            retry_seconds=1,
+        )
 
-    def _keep(self, task: asyncio.Task[None]) -> None:
-        """Hold a reference to `task` until it is done (the loop holds only a weak one)."""
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def _heard(self, message: dict[str, Any]) -> None:
+        group, html = message.get("group"), message.get("html")
+        if message.get("type") == "board.fragment" and isinstance(html, str) and group:
+            await self.deliver(group, html)
 
 
 async def _send(socket: BoardSocket, html: str) -> None:
@@ -126,12 +130,5 @@ async def _send(socket: BoardSocket, html: str) -> None:
         logger.warning("could not send a live fragment to a board", exc_info=True)
 
 
-_boards: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Boards] = weakref.WeakKeyDictionary()
-
-
-def boards_for(loop: asyncio.AbstractEventLoop | None = None) -> Boards:
-    loop = loop or asyncio.get_running_loop()
-    boards = _boards.get(loop)
-    if boards is None:
-        boards = _boards[loop] = Boards(loop)
-    return boards
+# The board sockets of a loop: boards_for(loop), or of the running loop.
+boards_for = PerLoop(Boards)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +31,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 
 from dashboard.changes import Changes
+from dashboard.loops import PerLoop, keep
 from dashboard.watch import PERMISSION, permission_group, plan_group, watch_for
 
 logger = logging.getLogger(__name__)
@@ -242,22 +242,13 @@ class Due:
         )
 
 
-_publishers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Publisher] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _publisher_for(loop: asyncio.AbstractEventLoop) -> Publisher:
-    publisher = _publishers.get(loop)
-    if publisher is None:
-        publisher = _publishers[loop] = Publisher(loop)
-    return publisher
+_publisher_for = PerLoop(lambda loop: Publisher(loop))
 
 
 async def settled() -> None:
     """Return once this loop's publisher has sent everything handed to it so far (tests, and a
     clean shutdown)."""
-    publisher = _publishers.get(asyncio.get_running_loop())
+    publisher = _publisher_for.made(asyncio.get_running_loop())
     while publisher is not None and (
         publisher.pending or publisher.flushing or publisher.timer or publisher.tasks
     ):
@@ -301,9 +292,7 @@ class Publisher:
         self._schedule()
 
     def _spawn(self, coroutine: Any) -> None:
-        task = self.loop.create_task(coroutine)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        keep(self.tasks, self.loop.create_task(coroutine))
 
     def _keys(self, due: Due) -> Iterable[tuple[str, int]]:
         yield from (("card", pk) for pk in due.cards)

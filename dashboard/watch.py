@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+
+from dashboard.loops import PerLoop, keep, listen
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class Watch:
     def _leave_group(self, key: WaitKey) -> None:
         if self._channel is not None:
             discard = get_channel_layer().group_discard(decision_group(key), self._channel)
-            self._keep(self.loop.create_task(discard))
+            keep(self._tasks, self.loop.create_task(discard))
         if not self.waiting:
             self._idle()
 
@@ -136,31 +137,24 @@ class Watch:
         for task in (self._listener, self._sweeper):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
-                self._keep(task)  # until its cancellation has run its course
+                keep(self._tasks, task)  # until its cancellation has run its course
         self._listener = self._sweeper = None
 
-    def _keep(self, task: asyncio.Task[None]) -> None:
-        """Hold a reference to `task` until it is done (the loop holds only a weak one)."""
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def _listen(self, channel: str) -> None:
-        layer = get_channel_layer()
-        while True:
-            try:
-                message = await layer.receive(channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("could not receive decisions; relying on the resync")
-                await asyncio.sleep(settings.AGENTBOARD_DECISION_RESYNC_SECONDS)
-                continue
-            state = message.get("state")
-            if not isinstance(state, dict) or state.get("status") == "pending":
-                continue
-            for kind, (message_type, id_field) in DECIDED_MESSAGES.items():
-                if message.get("type") == message_type:
-                    self.decided(message[id_field], state, kind)
+        await listen(
+            channel,
+            self._heard,
+            failing="decisions rely on the resync",
+            retry_seconds=settings.AGENTBOARD_DECISION_RESYNC_SECONDS,
+        )
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        state = message.get("state")
+        if not isinstance(state, dict) or state.get("status") == "pending":
+            return
+        for kind, (message_type, id_field) in DECIDED_MESSAGES.items():
+            if message.get("type") == message_type:
+                self.decided(message[id_field], state, kind)
 
     async def _sweep(self) -> None:
         from dashboard.reader import read
@@ -211,15 +205,8 @@ def _decided_states(keys: list[WaitKey]) -> dict[WaitKey, dict[str, Any]]:
     return states
 
 
-_watches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Watch] = weakref.WeakKeyDictionary()
-
-
-def watch_for(loop: asyncio.AbstractEventLoop | None = None) -> Watch:
-    loop = loop or asyncio.get_running_loop()
-    watch = _watches.get(loop)
-    if watch is None:
-        watch = _watches[loop] = Watch(loop)
-    return watch
+# The waiters of a loop: watch_for(loop), or of the running loop.
+watch_for = PerLoop(Watch)
 
 
 def plan_group(plan_pk: int) -> str:

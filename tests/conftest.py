@@ -76,17 +76,20 @@ def db(transactional_db) -> None:
 @pytest.fixture
 async def loop_left_quiet():
     """At the end of an async test, while its loop still runs: the loop's watch lets its
-    waiters go and waits for its own tasks, and the channel layer closes its Redis connections.
+    waiters go and waits for its own tasks (so do its boards), and the channel layer closes its
+    Redis connections.
     Left to the loop's close instead, a task cancelled in the middle of a blocking Redis read
     could keep the close waiting until the read's timeout, again and again."""
     yield
     from channels.layers import channel_layers
 
-    from dashboard.watch import _watches
+    from dashboard.boards import boards_for
+    from dashboard.watch import watch_for
 
-    watch = _watches.get(asyncio.get_running_loop())
-    if watch is not None:
-        await watch.close()
+    loop = asyncio.get_running_loop()
+    for registry in (watch_for.made(loop), boards_for.made(loop)):
+        if registry is not None:
+            await registry.close()
     layer = channel_layers.backends.get("default")
     if hasattr(layer, "close_pools"):
         await layer.close_pools()

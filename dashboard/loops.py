@@ -1,0 +1,68 @@
+"""What lives on an event loop: the server's (or a test's) registries, one of each per loop,
+the tasks they start, and a loop's own channel on the channel layer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class PerLoop(Generic[T]):
+    """One `T` per event loop, made on first use and gone with its loop."""
+
+    def __init__(self, make: Callable[[asyncio.AbstractEventLoop], T]) -> None:
+        self._make = make
+        self._made: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, loop: asyncio.AbstractEventLoop | None = None) -> T:
+        loop = loop or asyncio.get_running_loop()
+        made = self._made.get(loop)
+        if made is None:
+            made = self._made[loop] = self._make(loop)
+        return made
+
+    def made(self, loop: asyncio.AbstractEventLoop) -> T | None:
+        """The loop's `T` if it was made, without making it."""
+        return self._made.get(loop)
+
+
+def keep(tasks: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+    """Hold a reference to `task` in `tasks` until it is done (the loop holds only a weak
+    one)."""
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+    return task
+
+
+async def listen(
+    channel: str,
+    handle: Callable[[dict[str, Any]], Awaitable[None] | None],
+    *,
+    failing: str,
+    retry_seconds: float,
+) -> None:
+    """Hand every message of `channel` to `handle`, until cancelled. A failed read is logged
+    (`failing` says what then happens) and tried again after `retry_seconds`."""
+    layer = get_channel_layer()
+    while True:
+        try:
+            message = await layer.receive(channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("could not receive from the channel layer; %s", failing)
+            await asyncio.sleep(retry_seconds)
+            continue
+        handled = handle(message)
+        if handled is not None:
+            await handled

@@ -5,6 +5,12 @@ channel of its own, and hands each fragment that arrives to every socket of that
 A fragment sent to a group of a hundred boards is then one channel layer message per process
 instead of a hundred, and one loop here instead of a hundred consumer wake-ups.
 
+Under our server (`dashboard.server`) each board socket also holds its own websocket connection
+(`WIRE`, in its scope): a fragment for a group is then framed once and the same bytes written
+to each connection, instead of passing through each socket's consumer and being framed anew for
+every browser. Elsewhere (tests' communicators, another ASGI server) it goes through the
+consumer.
+
 A socket that has just joined gets its snapshot first: fragments that arrive while the snapshot
 is being read wait until it is sent, so a page never shows something older than its snapshot.
 
@@ -24,7 +30,23 @@ from dashboard.loops import PerLoop, keep, listen
 logger = logging.getLogger(__name__)
 
 
+# The scope key under which `dashboard.server` hands a websocket consumer its own connection.
+WIRE = "agentboard.wire"
+
+
+class Wire(Protocol):
+    """A websocket connection as autobahn has it under daphne (which never compresses)."""
+
+    STATE_OPEN: int
+    state: int
+    factory: Any  # frames messages in advance: prepareMessage(payload).payloadHybi
+    transport: Any  # Twisted's: write(bytes)
+
+
 class BoardSocket(Protocol):
+    # The socket's own connection when the server gives it one, else None.
+    wire: Wire | None
+
     async def send(self, text_data: str | None = None) -> None: ...
 
 
@@ -96,12 +118,19 @@ class Boards:
             await asyncio.wait(running, timeout=timeout)
 
     async def deliver(self, group: str, html: str) -> None:
+        frame = None  # framed on first use, then written as it is to every connection
         for socket in list(self.members.get(group, ())):
             held = self.held.get(socket)
             if held is not None:
                 held.append(html)
-            else:
+                continue
+            wire = socket.wire
+            if wire is None:
                 await _send(socket, html)
+                continue
+            if frame is None:
+                frame = wire.factory.prepareMessage(html.encode()).payloadHybi
+            _write(wire, frame)
 
     async def _leave_group(self, group: str) -> None:
         async with self._membership:
@@ -127,6 +156,18 @@ async def _send(socket: BoardSocket, html: str) -> None:
         await socket.send(text_data=html)
     except Exception:
         # One socket's failure must not keep the fragment from the others.
+        logger.warning("could not send a live fragment to a board", exc_info=True)
+
+
+def _write(wire: Wire, frame: bytes) -> None:
+    # A socket closing meanwhile has not left its groups yet: it is skipped, as daphne skips
+    # what a closed socket's consumer still sends. The frame goes to the connection's transport
+    # as it is: autobahn's own send would format a debug line per socket, logged or not.
+    if wire.state != wire.STATE_OPEN:
+        return
+    try:
+        wire.transport.write(frame)
+    except Exception:
         logger.warning("could not send a live fragment to a board", exc_info=True)
 
 

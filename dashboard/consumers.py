@@ -17,7 +17,7 @@ from django.urls import reverse
 from pydantic import ValidationError
 
 from dashboard import live, reader, selectors
-from dashboard.boards import boards_for
+from dashboard.boards import WIRE, Wire, boards_for
 from dashboard.changes import Outcome
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
@@ -77,6 +77,8 @@ class BoardConsumer(Consumer):
     """
 
     async def connect(self) -> None:
+        # Live fragments are written to this connection directly when the server gives it.
+        self.wire: Wire | None = self.scope.get(WIRE)
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.accept()

@@ -261,7 +261,7 @@ def frame_seconds() -> float:
 
 # The least time between two flushes (never more than the frame): what arrives meanwhile goes
 # out together, in one message per group.
-FLUSH_GAP = 0.05
+FLUSH_GAP = 0.025
 
 
 class Publisher:

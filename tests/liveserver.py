@@ -7,6 +7,7 @@ several of them behave like one deployment of many processes.
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
 import re
 import secrets
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,29 @@ class LiveServer:
         database = Path(self.env["AGENTBOARD_DATA_DIR"]) / "agentboard.sqlite3"
         with sqlite3.connect(database) as connection:
             return connection.execute(sql.replace("%s", "?"), params).fetchall()
+
+    def log_in(self) -> dict[str, str]:
+        """Log in as the first reviewer, as a browser does: its `cookie` header and its `csrf`
+        token."""
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = opener.open(f"{self.url}/accounts/login/").read().decode()
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        form = urllib.parse.urlencode(
+            {"username": self.username, "password": self.password, "csrfmiddlewaretoken": csrf}
+        ).encode()
+        opener.open(
+            urllib.request.Request(
+                f"{self.url}/accounts/login/",
+                data=form,
+                headers={"Referer": f"{self.url}/accounts/login/"},
+            )
+        )
+        cookies = {cookie.name: cookie.value for cookie in jar}
+        return {
+            "cookie": "; ".join(f"{name}={value}" for name, value in cookies.items()),
+            "csrf": cookies["csrftoken"],
+        }
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -325,6 +325,7 @@ class Recorder:
     def __init__(self, broken: bool = False) -> None:
         self.broken = broken
         self.sent: list[str] = []
+        self.wire = None
 
     async def send(self, text_data: str | None = None) -> None:
         if self.broken:

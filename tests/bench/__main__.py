@@ -316,11 +316,17 @@ def decide_request(browser: dict, plan_id: int) -> bytes:
     return head.encode() + form.encode()
 
 
-async def decisions(server: LiveServer, rounds: int, idle: int) -> None:
-    print(f"\nDecisions, with {idle} idle agent sockets open:")
-    browser = server.log_in()
+async def decisions(
+    server: LiveServer, rounds: int, idle: int, reviewed_on: LiveServer | None = None
+) -> None:
+    """Agents wait on `server`; the reviewer clicks on `reviewed_on` (another process of the
+    same deployment) when given, else on the same one."""
+    clicked = reviewed_on or server
+    where = ", PostgreSQL + Redis, the reviewer on the other process" if reviewed_on else ""
+    print(f"\nDecisions{where}, with {idle} idle agent sockets open:")
+    browser = clicked.log_in()
     quiet = await idle_agent_sockets(server, idle)
-    reviewer = await Connection.open(server.port)
+    reviewer = await Connection.open(clicked.port)
     to_socket, to_hook, post, noop = Run(), Run(), Run(), Run()
     try:
         async with websockets.connect(f"{server.ws_url}/ws/agent/?token={server.token}") as agent:
@@ -659,7 +665,9 @@ async def memory(server: LiveServer, count: int) -> None:
     )
 
 
-async def services(tmp: Path, seconds: float, parts: set[str], held: int) -> None:
+async def services(
+    tmp: Path, seconds: float, parts: set[str], held: int, decision_load: tuple[int, int]
+) -> None:
     """PostgreSQL + Redis: two processes against one database."""
     base = os.environ.get("DATABASE_URL", "")
     if not (base.startswith("postgres") and os.environ.get("REDIS_URL")):
@@ -695,6 +703,10 @@ async def services(tmp: Path, seconds: float, parts: set[str], held: int) -> Non
                         f"{both / one.rate:.2f} x one process (goal ≥ 1.6 x)",
                         check(both / one.rate >= 1.6),
                     )
+                if "scale" in parts:
+                    second.username, second.password = first.username, first.password
+                    rounds, idle = decision_load
+                    await decisions(first, rounds=rounds, idle=idle, reviewed_on=second)
                 if "held" in parts:
                     await held_hooks(
                         [first, second], seconds, held, "PostgreSQL + Redis, two processes"
@@ -708,6 +720,7 @@ async def main(arguments: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         parts = set(arguments.part or PARTS)
+        rounds, idle = (10, 50) if arguments.smoke else (100, 1000)
         with running_server(tmp, "embedded") as server:
             print(f"Agentboard benchmark: {os.cpu_count()} cores, one `manage.py serve`.")
             if "ingest" in parts:
@@ -718,7 +731,6 @@ async def main(arguments: argparse.Namespace) -> None:
             if "memory" in parts:
                 await memory(server, 50 if arguments.smoke else 1000)
             if "decisions" in parts:
-                rounds, idle = (10, 50) if arguments.smoke else (100, 1000)
                 await decisions(server, rounds=rounds, idle=idle)
             if "held" in parts:
                 held = 30 if arguments.smoke else 300
@@ -727,7 +739,7 @@ async def main(arguments: argparse.Namespace) -> None:
                 browsers = 10 if arguments.smoke else 100
                 await live_updates(server, seconds, browsers=browsers, agents=20)
         if parts & {"scale", "held"}:
-            await services(tmp, seconds, parts, 30 if arguments.smoke else 300)
+            await services(tmp, seconds, parts, 30 if arguments.smoke else 300, (rounds, idle))
     print("\nDone.")
 
 

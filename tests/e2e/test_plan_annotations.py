@@ -54,6 +54,10 @@ def test_a_comment_on_selected_words_reaches_the_agent_with_the_rejection(agentb
         item = page.locator("#annotations .annotation")
         item.wait_for()
         assert "Clients rely on the total count" in item.inner_text()
+        # The form clears when its own answer is back; the live list may show the comment first.
+        page.wait_for_function(
+            "() => document.querySelector('[data-annotation-form]').elements.quote.value === ''"
+        )
         assert page.get_by_label("Text from the plan").input_value() == ""
         highlighted = page.evaluate("() => CSS.highlights.get('annotation-comment').size")
         assert highlighted == 1

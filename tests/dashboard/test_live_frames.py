@@ -4,26 +4,18 @@ fragment framed once and written to every connection (`dashboard.boards`)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import urllib.request
 
 import websockets
 
 from tests.conftest import parse_html
+from tests.e2e import test_board_live as board_live
 from tests.liveserver import LiveServer
 
 SESSION = "frames-session"
 
 
 def put_todos(server: LiveServer, todos: list[dict]) -> None:
-    request = urllib.request.Request(
-        f"{server.url}/api/v1/sessions/{SESSION}/agents/{SESSION}/todos",
-        data=json.dumps({"todos": todos}).encode(),
-        method="PUT",
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 200
+    board_live.put_todos(server, SESSION, SESSION, todos)
 
 
 async def open_boards(server: LiveServer, count: int) -> list:

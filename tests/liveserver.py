@@ -7,6 +7,7 @@ several of them behave like one deployment of many processes.
 
 from __future__ import annotations
 
+import asyncio
 import http.cookiejar
 import os
 import re
@@ -20,6 +21,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,6 +85,18 @@ class LiveServer:
             "cookie": "; ".join(f"{name}={value}" for name, value in cookies.items()),
             "csrf": cookies["csrftoken"],
         }
+
+    async def open_board(self, browser: dict[str, str], query: str = "") -> tuple[Any, str]:
+        """A logged-in browser's board socket (`query` as the page has it, e.g.
+        `?session=...`), and the snapshot the server sent it first."""
+        import websockets
+
+        socket = await websockets.connect(
+            f"{self.ws_url}/ws/board/{query}",
+            additional_headers={"Cookie": browser["cookie"], "Origin": self.url},
+            max_size=None,
+        )
+        return socket, await asyncio.wait_for(socket.recv(), 10)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

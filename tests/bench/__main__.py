@@ -291,12 +291,7 @@ async def idle_agent_sockets(server: LiveServer, count: int) -> list:
 async def idle_board_sockets(server: LiveServer, browser: dict, count: int, query: str = ""):
     sockets = []
     for _ in range(count):
-        socket = await websockets.connect(
-            f"{server.ws_url}/ws/board/{query}",
-            additional_headers={"Cookie": browser["cookie"], "Origin": server.url},
-            max_size=None,
-        )
-        await socket.recv()  # the snapshot
+        socket, _snapshot = await server.open_board(browser, query)
         sockets.append(socket)
     return sockets
 
@@ -703,7 +698,6 @@ async def services(
                         f"{both / one.rate:.2f} x one process (goal ≥ 1.6 x)",
                         check(both / one.rate >= 1.6),
                     )
-                if "scale" in parts:
                     second.username, second.password = first.username, first.password
                     rounds, idle = decision_load
                     await decisions(first, rounds=rounds, idle=idle, reviewed_on=second)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import websockets
-
 from tests.conftest import parse_html
 from tests.e2e import test_board_live as board_live
 from tests.liveserver import LiveServer
@@ -22,12 +20,7 @@ async def open_boards(server: LiveServer, count: int) -> list:
     browser = server.log_in()
     boards = []
     for _ in range(count):
-        board = await websockets.connect(
-            f"{server.ws_url}/ws/board/?session={SESSION}",
-            additional_headers={"Cookie": browser["cookie"], "Origin": server.url},
-            max_size=None,
-        )
-        snapshot = await asyncio.wait_for(board.recv(), 10)
+        board, snapshot = await server.open_board(browser, f"?session={SESSION}")
         assert parse_html(snapshot).find(id="cards") is not None
         boards.append(board)
     return boards

@@ -1,18 +1,18 @@
 """The publisher: every event the browser and agent sockets receive, and the one place that sends.
 
-The writer hands it the `Changes` of each committed write. Waiting agents (agent sockets, held
-hooks) are woken at once: those of this process directly (`dashboard.watch`), the others
-through the channel layer. What browsers show is rendered off the request path, in one render
-thread, coalesced: each agent's card, and each session's header and overview row, is rendered
-at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes touched it, the first
-change of a quiet period at once and the last state always; the plan lists likewise. New history
-lines go out with the next flush. Flushes are at least `FLUSH_GAP` apart, so a busy board gets
-what changed in one message rather than a message per write; each group gets one message per
-flush, rendered once for all its browsers, and reaches each process once: the process hands it
-to its own board sockets (`dashboard.boards`).
+The writer hands it the `Changes` of each committed write. Agents waiting on a decision (agent
+sockets, held hooks) are woken at once, in this process and the others (`dashboard.watch`);
+held Stop hooks through the channel layer. What browsers show is rendered off the request path,
+in one render thread, coalesced: each agent's card, and each session's header and overview row,
+is rendered at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes touched it,
+the first change of a quiet period at once and the last state always; the plan lists likewise.
+New history lines go out with the next flush. Flushes are at least `FLUSH_GAP` apart, so a busy
+board gets what changed in one message rather than a message per write; each group gets one
+message per flush, rendered once for all its browsers, and reaches each process once: the
+process hands it to its own board sockets (`dashboard.boards`).
 
-Everything crosses the channel layer, so one process or many behave alike. The channel layer
-may drop a message: clients resync from the database when they (re)connect.
+What browsers show crosses the channel layer, so one process or many behave alike. The channel
+layer may drop a message: clients resync from the database when they (re)connect.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from django.template.loader import render_to_string
 
 from dashboard.changes import Changes
 from dashboard.loops import PerLoop, keep
-from dashboard.watch import PERMISSION, permission_group, plan_group, watch_for
+from dashboard.watch import announce
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,22 +94,6 @@ class BoardFragment(TypedDict):
     html: str
 
 
-class PlanDecided(TypedDict):
-    """To agents waiting on a plan: it left pending, and what they are to be told."""
-
-    type: Literal["plan.decided"]
-    plan_id: int
-    state: dict[str, Any]
-
-
-class PermissionDecided(TypedDict):
-    """To held hooks waiting on a permission request: it left pending, and what to answer."""
-
-    type: Literal["permission.decided"]
-    request_id: int
-    state: dict[str, Any]
-
-
 class ContinuationResolved(TypedDict):
     """To a held Stop hook: its countdown was cancelled (or replaced)."""
 
@@ -136,6 +120,7 @@ def close_connection() -> None:
 
 def publish(changes: Changes, *, loop: asyncio.AbstractEventLoop | None) -> None:
     """Called by the writer (any thread) after commit. Waiters first, then the browsers."""
+    announce(changes)
     if loop is not None and not loop.is_closed():
         try:
             loop.call_soon_threadsafe(_publisher_for(loop).take, changes)
@@ -162,25 +147,13 @@ async def _send_all(messages: list[tuple[str, dict]]) -> None:
 
 
 def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
-    messages: list[tuple[str, dict]] = [
-        (plan_group(pk), PlanDecided(type="plan.decided", plan_id=pk, state=state))
-        for pk, state in changes.decided_plans.items()
-    ]
-    messages += [
-        (
-            permission_group(pk),
-            PermissionDecided(type="permission.decided", request_id=pk, state=state),
-        )
-        for pk, state in changes.decided_permissions.items()
-    ]
-    messages += [
+    return [
         (
             continuation_group(pk),
             ContinuationResolved(type="continuation.resolved", continuation_id=pk),
         )
         for pk in sorted(changes.resolved_continuations)
     ]
-    return messages
 
 
 # --- coalescing ---------------------------------------------------------------------------------
@@ -279,12 +252,6 @@ class Publisher:
         self.tasks: set[asyncio.Task] = set()
 
     def take(self, changes: Changes) -> None:
-        # Waiters in this process hear of a decision now; others through the channel layer.
-        watch = watch_for(self.loop)
-        for pk, state in changes.decided_plans.items():
-            watch.decided(pk, state)
-        for pk, state in changes.decided_permissions.items():
-            watch.decided(pk, state, PERMISSION)
         wake = _wake_messages(changes)
         if wake:
             self._spawn(_send_all(wake))

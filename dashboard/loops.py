@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
@@ -23,17 +24,28 @@ class PerLoop(Generic[T]):
         self._made: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
             weakref.WeakKeyDictionary()
         )
+        # Loops of other threads may make theirs while `every()` looks.
+        self._lock = threading.Lock()
 
     def __call__(self, loop: asyncio.AbstractEventLoop | None = None) -> T:
         loop = loop or asyncio.get_running_loop()
         made = self._made.get(loop)
         if made is None:
-            made = self._made[loop] = self._make(loop)
+            with self._lock:
+                made = self._made.get(loop)
+                if made is None:
+                    made = self._made[loop] = self._make(loop)
         return made
 
     def made(self, loop: asyncio.AbstractEventLoop) -> T | None:
         """The loop's `T` if it was made, without making it."""
         return self._made.get(loop)
+
+    def every(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
+        """Each open loop's `T` (from any thread)."""
+        with self._lock:
+            made = list(self._made.items())
+        return [(loop, each) for loop, each in made if not loop.is_closed()]
 
 
 def keep(tasks: set[asyncio.Task[Any]], task: asyncio.Task[Any]) -> asyncio.Task[Any]:

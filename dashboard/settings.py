@@ -207,7 +207,12 @@ if database_url := os.environ.get("DATABASE_URL"):
 else:
     DATABASES = {"default": _SQLITE_DEFAULT}
 
-if redis_url := os.environ.get("REDIS_URL"):
+# With Redis, every server process of a team shares it: the channel layer, and the decision bus
+# that wakes agents waiting in other processes (`dashboard.watch`). Keys and channels start with
+# the prefix, so several deployments can share one Redis.
+AGENTBOARD_REDIS_URL = os.environ.get("REDIS_URL") or None
+AGENTBOARD_REDIS_PREFIX = os.environ.get("AGENTBOARD_REDIS_PREFIX", "agentboard")
+if redis_url := AGENTBOARD_REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -223,7 +228,7 @@ if redis_url := os.environ.get("REDIS_URL"):
                         "max_connections": 2000,
                     }
                 ],
-                "prefix": os.environ.get("AGENTBOARD_REDIS_PREFIX", "agentboard"),
+                "prefix": AGENTBOARD_REDIS_PREFIX,
                 "capacity": 1000,
                 "expiry": 30,
             },

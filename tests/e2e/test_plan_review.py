@@ -212,8 +212,10 @@ def test_a_decision_on_one_server_reaches_an_agent_waiting_on_another(server_fac
             "Two server processes need a shared database and channel layer: "
             "PostgreSQL and Redis are not configured (set DATABASE_URL and REDIS_URL)."
         )
-    server_a = server_factory()
-    server_b = server_factory(shared_with=server_a)
+    # Only the decision bus can bring it within the test's wait: the resync is a minute away.
+    env = {"AGENTBOARD_DECISION_RESYNC_SECONDS": "60"}
+    server_a = server_factory(env=env)
+    server_b = server_factory(shared_with=server_a, env=env)
 
     with agent_socket(server_a) as agent:
         agent.send(exit_plan_mode(REV_1, frame_id="a", session_id="sess-two"))

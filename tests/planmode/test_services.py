@@ -4,13 +4,12 @@ import asyncio
 import threading
 
 import pytest
-from channels.layers import get_channel_layer
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard import live
 from dashboard.errors import ServiceError
 from dashboard.models import Session
+from dashboard.watch import watch_for
 from dashboard.writer import write
 from planmode import services
 from planmode.models import Decision, Plan
@@ -327,7 +326,10 @@ def test_a_decision_reports_the_state_its_waiting_agents_are_told(submit, review
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_decision_through_the_writer_wakes_waiting_agents_after_commit(user, reviewer):
+async def test_a_decision_through_the_writer_wakes_waiting_agents_after_commit(
+    user, reviewer, settings
+):
+    settings.AGENTBOARD_DECISION_RESYNC_SECONDS = 60  # only the push can wake it in time
     plan = (
         await write(
             services.plan_submit,
@@ -339,15 +341,14 @@ async def test_a_decision_through_the_writer_wakes_waiting_agents_after_commit(u
             source="api",
         )
     ).plan
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_add(live.plan_group(plan.pk), channel)
+    heard: asyncio.Future = asyncio.get_running_loop().create_future()
+    watch = watch_for()
+    await watch.add(plan.pk, heard.set_result)
     try:
         await write(services.plan_decide, plan_id=plan.pk, reviewer=reviewer, approve=True)
-        message = await asyncio.wait_for(layer.receive(channel), 5)
+        state = await asyncio.wait_for(heard, 5)
     finally:
-        await layer.group_discard(live.plan_group(plan.pk), channel)
+        watch.discard(plan.pk, heard.set_result)
 
-    assert message["type"] == "plan.decided" and message["plan_id"] == plan.pk
-    assert message["state"]["status"] == "approved"
+    assert (state["id"], state["status"]) == (plan.pk, "approved")
     assert await Decision.objects.filter(plan=plan).aexists()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from time import monotonic
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
@@ -140,12 +140,14 @@ def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
     return known[0] if known is not None and known[1] == owner.pk else None
 
 
-def locked_row(model: type[M], *related: str) -> Callable[[int], M | None]:
-    """A prepared read of one row by pk, locked for the transaction, with `related` rows."""
+def locked_row(model: type[M], *related: str, **annotations: Any) -> Callable[[int], M | None]:
+    """A prepared read of one row by pk, locked for the transaction, with `related` rows and
+    `annotations` (as attributes)."""
 
     def queryset(pks: list[int]) -> QuerySet[M]:
         locked = model._default_manager.select_for_update(of=("self",))
-        return locked.select_related(*related).filter(pk=pks[0]).order_by()
+        rows = locked.select_related(*related).filter(pk=pks[0]).order_by()
+        return rows.annotate(**annotations) if annotations else rows
 
     return PreparedQuery(model, queryset).get
 

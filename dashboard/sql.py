@@ -1,6 +1,10 @@
 """The hot paths' SQL (a hook, a decision, a live update), where Django compiling a query costs
 more than the database running it: a few plain statements, and ORM querysets compiled once per
-process. Each plain statement is standard SQL that SQLite and PostgreSQL both take."""
+process. Each plain statement is standard SQL that SQLite and PostgreSQL both take.
+
+On PostgreSQL every statement is also a round trip to another process, each waking it and then
+the caller: `run_together()` sends several at once where none depends on the answer of the one
+before."""
 
 from __future__ import annotations
 
@@ -14,6 +18,34 @@ from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
 
 M = TypeVar("M", bound=models.Model)
+
+
+# A plain statement and its parameters.
+Statement = tuple[str, Sequence[Any]]
+
+
+def run_together(statements: Sequence[Statement]) -> list[int]:
+    """Run plain statements in order and return each one's row count. On PostgreSQL they go out
+    together, in one round trip (psycopg's pipeline mode); SQLite runs in this process."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            counts = []
+            for sql, params in statements:
+                cursor.execute(sql, list(params))
+                counts.append(cursor.rowcount)
+            return counts
+    connection.ensure_connection()
+    cursors = []
+    try:
+        with connection.connection.pipeline():
+            for sql, params in statements:
+                cursor = connection.cursor()
+                cursors.append(cursor)
+                cursor.execute(sql, list(params))
+        return [cursor.rowcount for cursor in cursors]
+    finally:
+        for cursor in cursors:
+            cursor.close()
 
 
 def any_row(sql: str, params: Sequence[Any] = ()) -> bool:
@@ -39,8 +71,9 @@ class PreparedQuery(Generic[M]):
     (related rows included) and skips only the compiling.
 
     `queryset(ids)` builds the read from a list of ids (`filter(pk__in=ids)`, or `pk=ids[0]` for
-    a single row). A shape this cannot prepare (ids that do not end up as parameters of their
-    own, annotations) falls back to running the queryset as it is."""
+    a single row); its annotations become attributes of each model, as the ORM does. A shape
+    this cannot prepare (ids that do not end up as parameters of their own) falls back to
+    running the queryset as it is."""
 
     # Ids stand in by these while compiling; no real id or other parameter takes such a value.
     PLACEHOLDER = -7_340_017
@@ -74,8 +107,6 @@ class PreparedQuery(Generic[M]):
         shape = [(stand_ins[p], None) if p in stand_ins else (None, p) for p in params]
         if {index for index, _ in shape if index is not None} != set(range(count)):
             return None
-        if compiler.annotation_col_map:
-            return None
         klass_info = compiler.klass_info
         select_fields = klass_info["select_fields"]
         start, end = select_fields[0], select_fields[-1] + 1
@@ -89,6 +120,7 @@ class PreparedQuery(Generic[M]):
             init_list=[column[0].target.attname for column in compiler.select[start:end]],
             populators=get_related_populators(klass_info, compiler.select, "default"),
             converters=compiler.get_converters(fields),
+            annotations=dict(compiler.annotation_col_map),
         )
 
 
@@ -105,6 +137,8 @@ class _Compiled:
     init_list: list[str]
     populators: list[Any]
     converters: dict[int, Any]
+    # Annotation name -> its column.
+    annotations: dict[str, int]
 
     def run(self, model: type[M], ids: list[int]) -> list[M]:
         params = [ids[index] if index is not None else value for index, value in self.shape]
@@ -118,5 +152,7 @@ class _Compiled:
             instance = model.from_db("default", self.init_list, row[self.start : self.end])
             for populator in self.populators:
                 populator.populate(row, instance)
+            for name, column in self.annotations.items():
+                setattr(instance, name, row[column])
             found.append(instance)
         return found

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from dashboard.changes import Changes
@@ -29,7 +31,7 @@ from dashboard.services import (
     locked_row,
     session_describe,
 )
-from dashboard.sql import any_row
+from dashboard.sql import Statement, run_together
 from planmode.markdown import plain_text, render_plan
 from planmode.models import Annotation, ModeAfter, Plan, PlanStatus
 
@@ -83,10 +85,15 @@ _FINISH_PLAN = """
     decided_by_id = %s, decided_at = %s WHERE id = %s AND status = %s
 """
 _SET_MODE = "UPDATE dashboard_session SET permission_mode = %s WHERE id = %s"
+# The decision record, written only if the UPDATE above moved the plan (it goes in the same
+# trip to the database, before that UPDATE's answer is known).
 _INSERT_DECISION = """
     INSERT INTO planmode_decision
         (plan_id, outcome, mode_after, feedback, notes, decided_by_id, decided_by_name, decided_at)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    SELECT %s, %s, %s, %s, %s, %s, %s, %s
+    WHERE EXISTS (
+        SELECT 1 FROM planmode_plan WHERE id = %s AND status = %s AND decided_at = %s
+    )
 """
 
 
@@ -98,28 +105,25 @@ def _finish(
     mode_after: str | None = None,
     feedback: str = "",
     notes: str = "",
+    then: Sequence[Statement] = (),
 ) -> bool:
-    """Move a pending plan to its final state and record the decision, exactly once.
+    """Move a pending plan to its final state and record the decision, exactly once; `then`
+    runs right after, in the same round trip to the database.
 
     The conditional UPDATE is the arbiter: of two concurrent callers only one matches a row
-    still pending. Returns False for the one that lost.
+    still pending. Returns False for the one that lost (which must then not commit `then`).
     """
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
     reviewer_pk = reviewer.pk if reviewer else None
-    pending = PlanStatus.PENDING.value
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _FINISH_PLAN,
-            [outcome, mode_after, feedback, notes, reviewer_pk, stamp, plan.pk, pending],
-        )
-        if cursor.rowcount != 1:
-            return False
-        name = reviewer.get_username() if reviewer else ""
-        cursor.execute(
-            _INSERT_DECISION,
-            [plan.pk, outcome, mode_after, feedback, notes, reviewer_pk, name, stamp],
-        )
+    name = reviewer.get_username() if reviewer else ""
+    finish = [outcome, mode_after, feedback, notes, reviewer_pk, stamp, plan.pk, PlanStatus.PENDING]
+    record = [plan.pk, outcome, mode_after, feedback, notes, reviewer_pk, name, stamp]
+    moved, *_ = run_together(
+        [(_FINISH_PLAN, finish), (_INSERT_DECISION, [*record, plan.pk, outcome, stamp]), *then]
+    )
+    if moved != 1:
+        return False
     plan.status, plan.mode_after, plan.feedback, plan.notes = outcome, mode_after, feedback, notes
     plan.decided_by, plan.decided_at = reviewer, now
     return True
@@ -247,12 +251,15 @@ def plan_decide(
             f"The feedback {problem}; remove those characters and decide again.",
             detail=[{"loc": ["feedback"], "msg": problem}],
         )
+    # On PostgreSQL: BEGIN, the plan read, every write at once, COMMIT; four round trips.
     with transaction.atomic(savepoint=False):
         plan = _plan_to_decide(plan_id)
         if plan is None:
             raise _not_found(plan_id)
+        if not plan.is_pending:
+            raise _already_decided(plan)
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
-        annotations = plan_annotations(plan) if plan.is_pending and _commented(plan) else []
+        annotations = plan_annotations(plan) if plan.commented else []
         if not approve and not feedback and not annotations:
             raise ServiceError(
                 "feedback_required",
@@ -264,39 +271,40 @@ def plan_decide(
         feedback = feedback_with_annotations(feedback, annotations)
         if approve:
             mode_after = ModeAfter.ACCEPT_EDITS if auto_accept else ModeAfter.DEFAULT
+            # Plan mode ends with the approval, unless another plan of the session still waits.
+            ends_plan_mode = not plan.others_waiting
             won = _finish(
                 plan,
                 outcome=PlanStatus.APPROVED,
                 reviewer=reviewer,
                 mode_after=mode_after,
                 notes=feedback,
+                then=[(_SET_MODE, [mode_after, plan.session_id])] if ends_plan_mode else [],
             )
+            if ends_plan_mode:
+                plan.session.permission_mode = mode_after
         else:
             won = _finish(plan, outcome=PlanStatus.REJECTED, reviewer=reviewer, feedback=feedback)
-        if not won:
+        if not won:  # not while the row is locked; if it ever happens, nothing commits
             plan.refresh_from_db()
             raise _already_decided(plan)
-        if approve and not _plans_waiting(plan.session_id):
-            with connection.cursor() as cursor:
-                cursor.execute(_SET_MODE, [plan.mode_after, plan.session_id])
-            plan.session.permission_mode = plan.mode_after
     return PlanChange(plan, _changes(decided=[plan]))
 
 
-# A reviewer's click and the agent waiting on it wait for these: the plan read is compiled once
-# (`locked_row`), the two checks are plain SQL (compiling them would cost more than running).
-_plan_to_decide = locked_row(Plan, "session", "agent")
-
-
-def _commented(plan: Plan) -> bool:
-    return any_row("SELECT 1 FROM planmode_annotation WHERE plan_id = %s LIMIT 1", [plan.pk])
-
-
-def _plans_waiting(session_pk: int) -> bool:
-    return any_row(
-        "SELECT 1 FROM planmode_plan WHERE session_id = %s AND status = %s LIMIT 1",
-        [session_pk, PlanStatus.PENDING.value],
-    )
+# A reviewer's click and the agent waiting on it wait for this one read, compiled once: the
+# plan, locked, with its session and agent, whether anyone commented on it, and whether another
+# plan of its session waits too.
+_plan_to_decide = locked_row(
+    Plan,
+    "session",
+    "agent",
+    commented=Exists(Annotation.objects.filter(plan=OuterRef("pk"))),
+    others_waiting=Exists(
+        Plan.objects.filter(session=OuterRef("session"), status=PlanStatus.PENDING).exclude(
+            pk=OuterRef("pk")
+        )
+    ),
+)
 
 
 # --- annotations ---------------------------------------------------------------------------

@@ -73,21 +73,45 @@ def test_approval_ends_plan_mode_back_in_default_mode(submit, reviewer):
     assert mode_of() == "default"
 
 
-def test_a_decision_is_six_statements_in_one_transaction_when_no_comment_is_on_the_plan(
+def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_the_plan(
     submit, reviewer
 ):
-    """The plan (locked), whether anyone commented on it, its update, the decision record,
-    whether another plan waits, the session's mode: what a reviewer's click waits on, and the
-    waiting agent with it. (Simple statements: Django spends more time building a subquery
-    than the database spends running two.)"""
+    """The plan (locked, with whether anyone commented and whether another plan waits), its
+    update, the decision record, the session's mode: what a reviewer's click waits on, and the
+    waiting agent with it."""
     plan = submit()
     with CaptureQueriesContext(connection) as queries:
         plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
     statements = [q["sql"].split()[0] for q in queries.captured_queries]
     # (SQLite's BEGIN IMMEDIATE and COMMIT are statements too; PostgreSQL's are not logged.)
     statements = [word for word in statements if word not in {"BEGIN", "COMMIT"}]
-    assert statements == ["SELECT", "SELECT", "UPDATE", "INSERT", "SELECT", "UPDATE"]
+    assert statements == ["SELECT", "UPDATE", "INSERT", "UPDATE"]
     assert mode_of() == "default"
+    assert Decision.objects.get(plan=plan).decided_by == reviewer
+
+
+def test_on_postgresql_a_decision_waits_on_the_database_four_times(submit, reviewer, tmp_path):
+    """BEGIN, the plan read, all three writes together, COMMIT: each wait is a round trip to
+    the database's process, which the waiting agent waits for too."""
+    if connection.vendor != "postgresql":
+        pytest.skip("Round trips are PostgreSQL's: SQLite runs in this process.")
+    from psycopg import pq
+
+    plan = submit()
+    connection.ensure_connection()
+    pgconn = connection.connection.pgconn
+    with open(tmp_path / "protocol", "w+") as trace:
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
+        finally:
+            pgconn.untrace()
+        trace.seek(0)
+        answers = [line for line in trace if line.startswith("B") and "ReadyForQuery" in line]
+    assert len(answers) == 4
+    assert mode_of() == "default"
+    assert Decision.objects.get(plan=plan).decided_by == reviewer
 
 
 def test_approval_with_auto_accept_switches_the_session_to_accept_edits(submit, reviewer):

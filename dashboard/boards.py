@@ -159,6 +159,11 @@ async def _send(socket: BoardSocket, html: str) -> None:
         logger.warning("could not send a live fragment to a board", exc_info=True)
 
 
+def write_text(wire: Wire, text: str) -> None:
+    """Send one text message on a connection now, without a turn of the event loop."""
+    _write(wire, wire.factory.prepareMessage(text.encode()).payloadHybi)
+
+
 def _write(wire: Wire, frame: bytes) -> None:
     # A socket closing meanwhile has not left its groups yet: it is skipped, as daphne skips
     # what a closed socket's consumer still sends. The frame goes to the connection's transport

@@ -17,7 +17,7 @@ from django.urls import reverse
 from pydantic import ValidationError
 
 from dashboard import live, reader, selectors
-from dashboard.boards import WIRE, Wire, boards_for
+from dashboard.boards import WIRE, Wire, boards_for, write_text
 from dashboard.changes import Outcome
 from dashboard.edge import load_json
 from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
@@ -181,6 +181,9 @@ class AgentConsumer(Consumer):
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
+        # Its connection, when the server gives it: a decision is then pushed the moment it
+        # is heard (`_watch_plan`).
+        self.wire: Wire | None = self.scope.get(WIRE)
         await self.accept()
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -336,7 +339,13 @@ class AgentConsumer(Consumer):
 
         def heard(state: dict[str, Any] | None) -> None:
             # None: the server is stopping; the agent re-watches once it reconnects.
-            if state is not None:
+            if state is None:
+                return
+            if self.wire is not None and not self.plans_lock.locked():
+                # No ack is on its way: push it now rather than at the loop's next turn.
+                if self.watched_plans.pop(plan_pk, None) is not None:
+                    write_text(self.wire, _json_text({"type": "plan_decided", "plan": state}))
+            else:
                 task = loop.create_task(self._plan_decided(plan_pk, state))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
@@ -370,14 +379,18 @@ class AgentConsumer(Consumer):
         )
 
     async def _send_json(self, payload: dict) -> None:
-        # Text as it is: escaped, a list in any script but Latin would be sent up to six times
-        # its size, and an ack of a list the server accepted could pass the socket's 1 MiB.
-        text = json.dumps(payload, ensure_ascii=False)
-        try:
-            text.encode()
-        except UnicodeEncodeError:  # a lone surrogate echoed back (e.g. in a frame's id)
-            text = json.dumps(payload)
-        await self.send(text_data=text)
+        await self.send(text_data=_json_text(payload))
+
+
+def _json_text(payload: dict) -> str:
+    # Text as it is: escaped, a list in any script but Latin would be sent up to six times its
+    # size, and an ack of a list the server accepted could pass the socket's 1 MiB.
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate echoed back (e.g. in a frame's id)
+        text = json.dumps(payload)
+    return text
 
 
 def _expire_plan(*, owner: object, plan_id: int) -> Outcome[dict]:

@@ -28,8 +28,8 @@ import asyncio
 import json
 import logging
 import os
-import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -280,56 +280,50 @@ def announce(changes: Changes) -> None:
 
 
 class _Announcer:
-    """Publishes decisions on the bus from a thread of its own: neither the writer nor an event
-    loop ever waits on Redis. If Redis is down the decisions are dropped (logged): waiters of
+    """Publishes decisions on the bus right after their commit, from the thread that committed
+    them, before anyone is answered: the decision is on its way to the other processes before
+    this one spends time on the reviewer's answer. One PUBLISH costs the writer one round trip
+    to Redis; when Redis fails, decisions are not published for `BUS_RETRY_SECONDS` (logged),
+    so a Redis that hangs costs the writer at most one short timeout per retry. Waiters of
     other processes then hear of them at their next resync."""
 
+    TIMEOUT_SECONDS = 0.5
+
     def __init__(self) -> None:
-        # (Redis URL, channel, message)
-        self._queue: queue.SimpleQueue[tuple[str, str, bytes]] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._down_until = 0.0
 
     def send(self, decisions: list[Decision]) -> None:
-        payload = json.dumps([[kind, pk, state] for (kind, pk), state in decisions])
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="agentboard-decision-bus", daemon=True
-                )
-                self._thread.start()
-        self._queue.put((settings.AGENTBOARD_REDIS_URL, bus_channel(), payload.encode()))
-
-    def _run(self) -> None:
         import redis
 
-        clients: dict[str, redis.Redis] = {}
-        while True:
-            messages = [self._queue.get()]
-            while True:
-                try:
-                    messages.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            for url in dict.fromkeys(url for url, _, _ in messages):
-                client = clients.get(url)
-                if client is None:
-                    client = clients[url] = redis.Redis.from_url(
-                        url, socket_timeout=2, socket_connect_timeout=2
-                    )
-                sent = [(channel, payload) for to, channel, payload in messages if to == url]
-                try:
-                    with client.pipeline(transaction=False) as pipeline:
-                        for channel, payload in sent:
-                            pipeline.publish(channel, payload)
-                        pipeline.execute()
-                except redis.RedisError:
-                    logger.warning(
-                        "could not publish %d decision(s) to the other processes; their "
-                        "waiters hear of them at their next resync",
-                        len(sent),
-                        exc_info=True,
-                    )
+        if time.monotonic() < self._down_until:
+            logger.info("Redis is failing; %d decision(s) left to the resync", len(decisions))
+            return
+        payload = json.dumps([[kind, pk, state] for (kind, pk), state in decisions])
+        try:
+            self._client(settings.AGENTBOARD_REDIS_URL).publish(bus_channel(), payload)
+        except redis.RedisError:
+            self._down_until = time.monotonic() + BUS_RETRY_SECONDS
+            logger.warning(
+                "could not publish %d decision(s) to the other processes; their waiters hear of "
+                "them at their next resync",
+                len(decisions),
+                exc_info=True,
+            )
+
+    def _client(self, url: str) -> Any:
+        import redis
+
+        with self._lock:
+            client = self._clients.get(url)
+            if client is None:
+                client = self._clients[url] = redis.Redis.from_url(
+                    url,
+                    socket_timeout=self.TIMEOUT_SECONDS,
+                    socket_connect_timeout=self.TIMEOUT_SECONDS,
+                )
+            return client
 
 
 _announcer = _Announcer()

@@ -249,7 +249,43 @@ async def test_without_redis_answering_a_wait_starts_at_once_and_the_resync_wake
     assert (await waiter.first())["status"] == "approved"
 
 
-# --- two real server processes ----------------------------------------------------------------
+# --- real servers -----------------------------------------------------------------------------
+
+
+def decide(server, plan_id: int, action: str, text: str = "") -> None:
+    """A reviewer's click on `server`."""
+    browser = server.log_in()
+    form = urllib.parse.urlencode({"action": action, "text": text}).encode()
+    request = urllib.request.Request(
+        f"{server.url}/plans/{plan_id}/decide/",
+        data=form,
+        headers={"Cookie": browser["cookie"], "X-CSRFToken": browser["csrf"]},
+    )
+    urllib.request.urlopen(request, timeout=10).close()
+
+
+def test_the_waiting_agent_socket_gets_the_decision_as_the_reviewer_wrote_it(
+    agentboard_server,
+):
+    from websockets.sync.client import connect
+
+    server = agentboard_server
+    feedback = '<script>alert(1)</script> 移行に触れない 🚫 & keep "quotes"'
+    with connect(
+        f"{server.ws_url}/ws/agent/",
+        additional_headers={"Authorization": f"Bearer {server.token}"},
+        proxy=None,
+    ) as agent:
+        frame = {"type": "exit_plan_mode", "id": 1, "plan": "# Go\n"}
+        agent.send(json.dumps(frame | {"session_id": "sess-push", "agent_id": "sess-push"}))
+        plan_id = json.loads(agent.recv(timeout=15))["result"]["id"]
+
+        decide(server, plan_id, "reject", feedback)
+
+        pushed = json.loads(agent.recv(timeout=15))
+    assert pushed["type"] == "plan_decided"
+    assert (pushed["plan"]["id"], pushed["plan"]["status"]) == (plan_id, "rejected")
+    assert pushed["plan"]["feedback"] == feedback
 
 
 @pytest.mark.services
@@ -294,15 +330,8 @@ def test_a_held_hook_on_one_process_hears_the_click_on_another_at_once(server_fa
         plan_id = found[0][0] if found else None
     assert plan_id is not None, holding.log()
 
-    browser = clicking.log_in()
-    form = urllib.parse.urlencode({"action": "approve", "text": ""}).encode()
-    decide = urllib.request.Request(
-        f"{clicking.url}/plans/{plan_id}/decide/",
-        data=form,
-        headers={"Cookie": browser["cookie"], "X-CSRFToken": browser["csrf"]},
-    )
     clicked = time.monotonic()
-    urllib.request.urlopen(decide, timeout=10).close()
+    decide(clicking, plan_id, "approve")
     hook.join(timeout=15)
 
     assert time.monotonic() - clicked < 15  # not the resync's minute

@@ -283,11 +283,12 @@ class _Announcer:
     """Publishes decisions on the bus right after their commit, from the thread that committed
     them, before anyone is answered: the decision is on its way to the other processes before
     this one spends time on the reviewer's answer. One PUBLISH costs the writer one round trip
-    to Redis; when Redis fails, decisions are not published for `BUS_RETRY_SECONDS` (logged),
-    so a Redis that hangs costs the writer at most one short timeout per retry. Waiters of
-    other processes then hear of them at their next resync."""
+    to Redis; when Redis fails, decisions are not published for `PAUSE_SECONDS` (logged), so a
+    Redis that hangs costs the writer at most one short timeout per pause. Waiters of other
+    processes then hear of them at their next resync."""
 
     TIMEOUT_SECONDS = 0.5
+    PAUSE_SECONDS = 5.0
 
     def __init__(self) -> None:
         self._clients: dict[str, Any] = {}
@@ -304,7 +305,7 @@ class _Announcer:
         try:
             self._client(settings.AGENTBOARD_REDIS_URL).publish(bus_channel(), payload)
         except redis.RedisError:
-            self._down_until = time.monotonic() + BUS_RETRY_SECONDS
+            self._down_until = time.monotonic() + self.PAUSE_SECONDS
             logger.warning(
                 "could not publish %d decision(s) to the other processes; their waiters hear of "
                 "them at their next resync",

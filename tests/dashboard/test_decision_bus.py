@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import secrets
 import threading
@@ -338,3 +339,28 @@ def test_a_held_hook_on_one_process_hears_the_click_on_another_at_once(server_fa
     [answer] = answers
     decision = answer["hookSpecificOutput"]["decision"]
     assert decision["behavior"] == "allow"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_decision_made_while_redis_fails_is_saved_and_heard_here(
+    user, reviewer, settings, caplog, monkeypatch
+):
+    caplog.set_level(logging.INFO, logger="dashboard.watch")
+    monkeypatch.setattr(watch_module, "_announcer", watch_module._Announcer())
+    settings.AGENTBOARD_REDIS_URL = "redis://127.0.0.1:9/0"  # nothing listens there
+    first, second = await submit(user, "sess-1"), await submit(user, "sess-2")
+    waiter = Heard()
+    watch_for()._bus_known.set()  # as if subscribed: this test is about publishing
+    await watch_for().add(first.pk, waiter)
+
+    await write(services.plan_decide, plan_id=first.pk, reviewer=reviewer, approve=True)
+    await write(
+        services.plan_decide, plan_id=second.pk, reviewer=reviewer, approve=False, feedback="No"
+    )
+
+    assert (await waiter.first())["status"] == "approved"
+    assert [plan.status async for plan in Plan.objects.order_by("pk")] == ["approved", "rejected"]
+    messages = [record.getMessage() for record in caplog.records]
+    assert any("could not publish 1 decision(s)" in message for message in messages)
+    # The second did not try again (no second timeout for the writer): it is left to the resync.
+    assert any("1 decision(s) left to the resync" in message for message in messages)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 
@@ -37,6 +38,10 @@ class DashboardConfig(AppConfig):
         for model in (AgentToken, get_user_model()):
             post_save.connect(_tokens_changed, sender=model, dispatch_uid=f"tokens-{model}")
             post_delete.connect(_tokens_changed, sender=model, dispatch_uid=f"untoken-{model}")
+
+        from dashboard.sql import keep_prepared
+
+        connection_created.connect(keep_prepared, dispatch_uid="keep-prepared")
 
 
 def _tokens_changed(sender: type, instance: object, **kwargs: object) -> None:

@@ -203,6 +203,14 @@ if database_url := os.environ.get("DATABASE_URL"):
         # `sqlite:///path` must behave like the default: the same locking and journal options,
         # or concurrent writers fail with "database is locked".
         _database["OPTIONS"] = {**_SQLITE_DEFAULT["OPTIONS"], **_database.get("OPTIONS", {})}
+    elif _database["ENGINE"] == "django.db.backends.postgresql" and envbool(
+        "AGENTBOARD_PREPARED_STATEMENTS", default=True
+    ):
+        # The hot paths' statements (`dashboard.sql.hot_cursor`) are prepared on first use; the
+        # ORM's own queries never are (they bind on the client). Turn off behind a pooler that
+        # cannot keep prepared statements (PgBouncer before 1.21, or without
+        # max_prepared_statements in transaction mode).
+        _database["OPTIONS"] = {"prepare_threshold": 0, **_database.get("OPTIONS", {})}
     DATABASES = {"default": _database}
 else:
     DATABASES = {"default": _SQLITE_DEFAULT}

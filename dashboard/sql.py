@@ -4,7 +4,9 @@ process. Each plain statement is standard SQL that SQLite and PostgreSQL both ta
 
 On PostgreSQL every statement is also a round trip to another process, each waking it and then
 the caller: `run_together()` sends several at once where none depends on the answer of the one
-before."""
+before. There these statements are also prepared (`hot_cursor()`): parsed and planned once per
+connection instead of on every run, since for a read with joins, planning costs PostgreSQL more
+than running it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
@@ -22,6 +25,47 @@ M = TypeVar("M", bound=models.Model)
 
 # A plain statement and its parameters.
 Statement = tuple[str, Sequence[Any]]
+
+
+def hot_cursor() -> CursorWrapper:
+    """A cursor for a statement that runs on every event. On PostgreSQL (unless prepared
+    statements are turned off, `AGENTBOARD_PREPARED_STATEMENTS`) it binds parameters on the
+    server, and psycopg prepares each statement the first time this connection runs it; the
+    ORM's own cursor binds on the client, so PostgreSQL parses and plans its SQL on every run.
+    The statement must be one PostgreSQL can type without seeing its values (casts where it
+    cannot)."""
+    if connection.vendor != "postgresql":
+        return connection.cursor()
+    connection.ensure_connection()
+    if connection.connection.prepare_threshold is None:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    cursor = ServerBindingCursor(connection.connection)
+    if connection.queries_logged:
+        return _LoggedHotCursor(cursor, connection)
+    return connection.make_cursor(cursor)
+
+
+# How many prepared statements a PostgreSQL connection keeps (psycopg's default is 100, and
+# past it each new one costs a round trip to deallocate the oldest): every hot read for every
+# number of ids up to PreparedQuery.MOST_IDS, with room to spare.
+PREPARED_PER_CONNECTION = 2000
+
+
+def keep_prepared(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On each new PostgreSQL connection (`connection_created`): room for every hot statement."""
+    if connection.vendor == "postgresql" and connection.connection.prepare_threshold is not None:
+        connection.connection.prepared_max = PREPARED_PER_CONNECTION
+
+
+class _LoggedHotCursor(CursorDebugWrapper):
+    """Logs a hot statement with its values (tests, DEBUG): Django reads the SQL it logs off
+    a client-binding cursor, and finds none on this one."""
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        with self.debug_sql(self.db.ops.compose_sql(sql, params)):
+            return CursorWrapper.execute(self, sql, params)
 
 
 def run_together(statements: Sequence[Statement]) -> list[int]:
@@ -34,12 +78,12 @@ def run_together(statements: Sequence[Statement]) -> list[int]:
                 cursor.execute(sql, list(params))
                 counts.append(cursor.rowcount)
             return counts
-    connection.ensure_connection()
     cursors = []
     try:
-        with connection.connection.pipeline():
+        # A failure surfaces when the pipeline ends: as Django's error, like any other.
+        with connection.wrap_database_errors, connection.connection.pipeline():
             for sql, params in statements:
-                cursor = connection.cursor()
+                cursor = hot_cursor()
                 cursors.append(cursor)
                 cursor.execute(sql, list(params))
         return [cursor.rowcount for cursor in cursors]
@@ -50,7 +94,7 @@ def run_together(statements: Sequence[Statement]) -> list[int]:
 
 def any_row(sql: str, params: Sequence[Any] = ()) -> bool:
     """Whether `sql` (a SELECT) finds at least one row."""
-    with connection.cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(sql, list(params))
         return cursor.fetchone() is not None
 
@@ -59,7 +103,9 @@ def rows_in(sql: str, ids: Sequence[int], params: Sequence[Any] = ()) -> list[tu
     """The rows of `sql` for a list of ids: `{ids}` in `sql` stands for its placeholders, and
     `params` fill the placeholders that come after it."""
     placeholders = ", ".join(["%s"] * len(ids))
-    with connection.cursor() as cursor:
+    # Each number of ids is a statement of its own: only the common short lists are prepared.
+    prepared = len(ids) <= PreparedQuery.MOST_IDS
+    with hot_cursor() if prepared else connection.cursor() as cursor:
         cursor.execute(sql.format(ids=placeholders), [*ids, *params])
         return cursor.fetchall()
 
@@ -142,7 +188,7 @@ class _Compiled:
 
     def run(self, model: type[M], ids: list[int]) -> list[M]:
         params = [ids[index] if index is not None else value for index, value in self.shape]
-        with connection.cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
         if self.converters:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -90,15 +93,19 @@ def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_
     assert Decision.objects.get(plan=plan).decided_by == reviewer
 
 
-def test_on_postgresql_a_decision_waits_on_the_database_four_times(submit, reviewer, tmp_path):
+def test_on_postgresql_a_decision_waits_on_the_database_four_times_and_plans_nothing(
+    submit, reviewer, tmp_path
+):
     """BEGIN, the plan read, all three writes together, COMMIT: each wait is a round trip to
-    the database's process, which the waiting agent waits for too."""
+    the database's process, which the waiting agent waits for too. Once the connection has
+    decided a plan, its statements are prepared: PostgreSQL parses and plans none of them
+    again (the read alone costs more to plan than to run)."""
     if connection.vendor != "postgresql":
         pytest.skip("Round trips are PostgreSQL's: SQLite runs in this process.")
     from psycopg import pq
 
+    plan_decide(plan_id=submit().pk, reviewer=reviewer, approve=True)
     plan = submit()
-    connection.ensure_connection()
     pgconn = connection.connection.pgconn
     with open(tmp_path / "protocol", "w+") as trace:
         pgconn.trace(trace.fileno())
@@ -108,10 +115,41 @@ def test_on_postgresql_a_decision_waits_on_the_database_four_times(submit, revie
         finally:
             pgconn.untrace()
         trace.seek(0)
-        answers = [line for line in trace if line.startswith("B") and "ReadyForQuery" in line]
+        sent = [line.split("\t") for line in trace]
+    answers = [line for line in sent if line[0] == "B" and line[2] == "ReadyForQuery"]
     assert len(answers) == 4
+    # Parse is where PostgreSQL plans a statement: only bound and run here, never parsed.
+    assert [line for line in sent if line[0] == "F" and line[2] == "Parse"] == []
+    assert len([line for line in sent if line[0] == "F" and line[2] == "Bind"]) == 4
     assert mode_of() == "default"
     assert Decision.objects.get(plan=plan).decided_by == reviewer
+
+
+@pytest.mark.parametrize("setting, prepared", [("", 1), ("off", 0)])
+def test_behind_a_pooler_prepared_statements_can_be_turned_off(setting, prepared):
+    """AGENTBOARD_PREPARED_STATEMENTS=off (a pooler that cannot keep them): nothing is
+    prepared, and the hot statements still run."""
+    if connection.vendor != "postgresql":
+        pytest.skip("Prepared statements are PostgreSQL's.")
+    script = (
+        "import django; django.setup()\n"
+        "from django.db import connection\n"
+        "from dashboard.sql import any_row\n"
+        "assert any_row('SELECT 1 WHERE %s > 0', [1]) and any_row('SELECT 1 WHERE %s > 0', [1])\n"
+        "with connection.cursor() as cursor:\n"
+        "    cursor.execute('SELECT count(*) FROM pg_prepared_statements')\n"
+        "    print(cursor.fetchone()[0])\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "AGENTBOARD_PREPARED_STATEMENTS": setting,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(prepared)]
 
 
 def test_approval_with_auto_accept_switches_the_session_to_accept_edits(submit, reviewer):

@@ -9,7 +9,9 @@ the write is durable, one commit serves many requests, and writes of one agent k
 The writer keeps its database connection open; waiting requests hold none.
 
 With several server processes each has its own writer; the databases' own locking (SQLite's
-IMMEDIATE transactions, PostgreSQL's row locks taken by the services) keeps them apart.
+IMMEDIATE transactions, PostgreSQL's row locks taken by the services) keeps them apart. When
+PostgreSQL ends a write to break a deadlock between two processes' batches, what came before it
+commits, and it runs again in a new transaction: the request waits longer, but is not refused.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BATCH = 200
+# Writers of two processes can each hold a row the other waits for (each takes the rows of
+# its batch's agents in its own arrival order): PostgreSQL then ends one of the two writes (after
+# its deadlock_timeout, 1 s by default). That write runs again, in a transaction of its own, up
+# to this many times before its request is told the database is busy.
+LOCK_CONFLICT_RETRIES = 3
+LOCK_CONFLICTS = {"40P01", "40001"}  # deadlock detected, serialization failure
 
 
 @dataclass
@@ -43,6 +51,10 @@ class _Job:
     # callers outside any loop (management commands).
     loop: asyncio.AbstractEventLoop | None
     future: Future = field(default_factory=Future)
+
+
+# A write's result, or the error that refused it.
+_Outcome = tuple["_Job", Any, BaseException | None]
 
 
 def changes_of(result: object) -> Changes:
@@ -113,34 +125,56 @@ class Writer:
             connection.close()
 
     def _apply(self, batch: list[_Job]) -> None:
-        outcomes: list[tuple[_Job, Any, BaseException | None]] = []
+        # A request that went away before its turn (its waiting task was cancelled) is not
+        # written; one that is running can no longer be cancelled.
+        jobs = [job for job in batch if job.future.set_running_or_notify_cancel()]
+        for _ in range(LOCK_CONFLICT_RETRIES + 1):
+            outcomes, jobs = self._transaction(jobs)
+            self._answer(outcomes)
+            if not jobs:
+                return
+            logger.info("%d write(s) lost a lock conflict; running them again", len(jobs))
+        for job in jobs:
+            _refuse(job.future, _busy())
+
+    def _transaction(self, jobs: list[_Job]) -> tuple[list[_Outcome], list[_Job]]:
+        """Apply `jobs` in order in one transaction and commit. Returns each applied write's
+        outcome, and the writes left for another transaction: from the first one PostgreSQL
+        ended to break a lock conflict with another process, on."""
+        outcomes: list[_Outcome] = []
+        left: list[_Job] = []
         try:
             with transaction.atomic():
-                for job in batch:
-                    # A request that went away before its turn (its waiting task was
-                    # cancelled) is not written; one that is running can no longer be cancelled.
-                    if not job.future.set_running_or_notify_cancel():
-                        continue
+                for index, job in enumerate(jobs):
                     try:
                         # A savepoint keeps a refused write from taking the others down; a
                         # write alone needs none (if it fails, nothing is committed).
-                        with transaction.atomic(savepoint=len(batch) > 1):
+                        with transaction.atomic(savepoint=len(jobs) > 1):
                             result = job.func(**job.kwargs)
                             # Its notifications commit with it (nothing to do: no query).
                             outbox.enqueue(changes_of(result))
                             outcomes.append((job, result, None))
                     except Exception as error:
+                        if _lost_a_lock_conflict(error):
+                            # What came before commits and lets go of its rows, so the
+                            # other process can finish; this write and the rest run after.
+                            left = jobs[index:]
+                            break
                         outcomes.append((job, None, error))
         except DatabaseError:
-            logger.exception("a write batch of %d could not be committed", len(batch))
+            logger.exception("a write batch of %d could not be committed", len(jobs))
             connection.close_if_unusable_or_obsolete()
-            for job in batch:
+            for job in jobs:
                 _refuse(job.future, _busy())
-            return
+            return [], []
         except BaseException as error:  # pragma: no cover - the thread must answer everyone
-            for job in batch:
+            for job in jobs:
                 _refuse(job.future, error)
             raise
+        return outcomes, left
+
+    def _answer(self, outcomes: list[_Outcome]) -> None:
+        """After the commit: answer each request, and hand what changed to the publisher."""
         from dashboard import live
 
         for job, result, error in outcomes:
@@ -153,6 +187,13 @@ class Writer:
             if changes:
                 live.publish(changes, loop=job.loop)
             job.future.set_result(result)
+
+
+def _lost_a_lock_conflict(error: Exception) -> bool:
+    """PostgreSQL ended this write to break a deadlock (or a serialization conflict)."""
+    return isinstance(error, DatabaseError) and (
+        getattr(error.__cause__, "sqlstate", None) in LOCK_CONFLICTS
+    )
 
 
 def _refuse(future: Future, error: BaseException) -> None:

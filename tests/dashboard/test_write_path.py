@@ -248,3 +248,65 @@ async def test_a_request_that_goes_away_before_its_write_does_not_stop_the_other
 
     assert await asyncio.wait_for(first, 5) == "first"
     assert await asyncio.wait_for(waiting, 5) == "third"
+
+
+def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refused(user):
+    """Another process's writer holds agent B's row and then wants agent A's, while this
+    writer's batch holds A's and wants B's: PostgreSQL ends this write (it waited first). What
+    came before it commits, it runs again, and both agents' lists are saved; nothing is
+    refused."""
+    if connection.vendor != "postgresql":
+        pytest.skip("Row locks that can deadlock are PostgreSQL's; SQLite has one writer.")
+    import psycopg
+    from django.conf import settings
+
+    from dashboard.models import Agent
+    from dashboard.writer import writer
+
+    for name in ("agent-a", "agent-b"):
+        write_todos(user, "sess-deadlock", name, [todo("First", "pending")])
+    a, b = (Agent.objects.get(agent_id=name).pk for name in ("agent-a", "agent-b"))
+    database = settings.DATABASES["default"]
+    other = psycopg.connect(
+        host=database["HOST"] or None,
+        port=database["PORT"] or None,
+        user=database["USER"],
+        dbname=database["NAME"],
+    )
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    def replace(agent_id: str):
+        todos = [todo(f"Second of {agent_id}", "in_progress")]
+        return write_todos(user, "sess-deadlock", agent_id, todos)
+
+    try:
+        # The other process's transaction holds B's row.
+        other.execute("SELECT 1 FROM dashboard_agent WHERE id = %s FOR UPDATE", [b])
+        # One batch: A's write (locks A), then B's (waits for the other process).
+        blocker = writer.submit(hold, {}, None)
+        started.wait(5)
+        first = writer.submit(replace, {"agent_id": "agent-a"}, None)
+        second = writer.submit(replace, {"agent_id": "agent-b"}, None)
+        release.set()
+        blocker.result(5)
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        for _ in range(100):
+            if other.execute(waiting).fetchone()[0]:
+                break
+            threading.Event().wait(0.02)
+        # Now the other process wants A's row: a cycle, which PostgreSQL breaks after a second.
+        other.execute("SELECT 1 FROM dashboard_agent WHERE id = %s FOR UPDATE", [a])
+        other.commit()
+        assert first.result(10).revision == 2
+        assert second.result(10).revision == 2
+    finally:
+        other.close()
+    latest = {
+        revision.agent.agent_id: revision.new_todos[0]["content"]
+        for revision in TodoRevision.objects.filter(number=2).select_related("agent")
+    }
+    assert latest == {"agent-a": "Second of agent-a", "agent-b": "Second of agent-b"}

@@ -401,6 +401,17 @@ def services_available() -> bool:
     )
 
 
+# For a test of two server processes: skipped, saying why, where they cannot share a database
+# and Redis.
+two_processes = pytest.mark.skipif(
+    not services_available(),
+    reason=(
+        "Two server processes need a shared database and Redis: PostgreSQL and Redis are "
+        "not configured (set DATABASE_URL and REDIS_URL)."
+    ),
+)
+
+
 @pytest.fixture
 def server_factory(tmp_path) -> Iterator:
     """Start real `manage.py serve` processes; with DATABASE_URL/REDIS_URL they share both."""

@@ -24,7 +24,7 @@ from dashboard.watch import PERMISSION, PLAN, bus_channel, watch_for
 from dashboard.writer import write
 from planmode import services
 from planmode.models import Plan
-from tests.conftest import services_available
+from tests.conftest import two_processes
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -290,12 +290,8 @@ def test_the_waiting_agent_socket_gets_the_decision_as_the_reviewer_wrote_it(
 
 
 @pytest.mark.services
+@two_processes
 def test_a_held_hook_on_one_process_hears_the_click_on_another_at_once(server_factory):
-    if not services_available():
-        pytest.skip(
-            "Two server processes need a shared database and Redis: PostgreSQL and Redis are "
-            "not configured (set DATABASE_URL and REDIS_URL)."
-        )
     env = {"AGENTBOARD_DECISION_RESYNC_SECONDS": "60"}
     holding = server_factory(env=env)
     clicking = server_factory(shared_with=holding, env=env)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
-from tests.conftest import login, screenshot, services_available
+from tests.conftest import login, screenshot, two_processes
 from tests.liveserver import LiveServer
 
 pytestmark = pytest.mark.browser
@@ -206,12 +206,8 @@ def test_a_hostile_plan_runs_nothing_in_a_real_browser(agentboard_server, page):
 
 
 @pytest.mark.services
+@two_processes
 def test_a_decision_on_one_server_reaches_an_agent_waiting_on_another(server_factory, page):
-    if not services_available():
-        pytest.skip(
-            "Two server processes need a shared database and channel layer: "
-            "PostgreSQL and Redis are not configured (set DATABASE_URL and REDIS_URL)."
-        )
     # Only the decision bus can bring it within the test's wait: the resync is a minute away.
     env = {"AGENTBOARD_DECISION_RESYNC_SECONDS": "60"}
     server_a = server_factory(env=env)

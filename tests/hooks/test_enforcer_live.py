@@ -7,10 +7,9 @@ import re
 import urllib.parse
 import urllib.request
 
-import pytest
 from websockets.sync.client import connect
 
-from tests.conftest import services_available
+from tests.conftest import two_processes
 from tests.e2e.test_board_live import put_todos
 from tests.e2e.test_enforcer_countdown import SESSION, UNFINISHED, HookInBackground
 
@@ -47,12 +46,8 @@ class Browser:
             return response.status
 
 
+@two_processes
 def test_a_cancel_clicked_on_another_process_releases_the_held_stop_hook(server_factory):
-    if not services_available():
-        pytest.skip(
-            "Two server processes need a shared database and channel layer: PostgreSQL "
-            "and Redis are not configured (set DATABASE_URL and REDIS_URL)."
-        )
     env = {"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "20"}
     holding = server_factory(env=env)
     clicking = server_factory(shared_with=holding, env=env)

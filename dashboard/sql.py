@@ -78,6 +78,7 @@ def run_together(statements: Sequence[Statement]) -> list[int]:
                 cursor.execute(sql, list(params))
                 counts.append(cursor.rowcount)
             return counts
+    connection.ensure_connection()
     cursors = []
     try:
         # A failure surfaces when the pipeline ends: as Django's error, like any other.

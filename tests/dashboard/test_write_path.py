@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -257,22 +258,14 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
     refused."""
     if connection.vendor != "postgresql":
         pytest.skip("Row locks that can deadlock are PostgreSQL's; SQLite has one writer.")
-    import psycopg
-    from django.conf import settings
-
     from dashboard.models import Agent
     from dashboard.writer import writer
 
     for name in ("agent-a", "agent-b"):
         write_todos(user, "sess-deadlock", name, [todo("First", "pending")])
     a, b = (Agent.objects.get(agent_id=name).pk for name in ("agent-a", "agent-b"))
-    database = settings.DATABASES["default"]
-    other = psycopg.connect(
-        host=database["HOST"] or None,
-        port=database["PORT"] or None,
-        user=database["USER"],
-        dbname=database["NAME"],
-    )
+    # Another process's connection: a connection of its own, with the same settings.
+    other = connection.get_new_connection(connection.get_connection_params())
     started, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -297,7 +290,7 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
         for _ in range(100):
             if other.execute(waiting).fetchone()[0]:
                 break
-            threading.Event().wait(0.02)
+            time.sleep(0.02)
         # Now the other process wants A's row: a cycle, which PostgreSQL breaks after a second.
         other.execute("SELECT 1 FROM dashboard_agent WHERE id = %s FOR UPDATE", [a])
         other.commit()

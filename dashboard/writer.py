@@ -72,7 +72,7 @@ def _busy() -> ServiceError:
 
 class Writer:
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job | threading.Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -96,6 +96,16 @@ class Writer:
     def in_writer_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
+    def drain(self, timeout: float = 10) -> None:
+        """Return once the writes queued so far are committed and answered (tests)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        if not done.wait(timeout):
+            raise TimeoutError(f"the writer did not finish its queued writes in {timeout} s")
+
     def stop(self) -> None:
         """Finish what is queued, close the connection and end the thread (tests, shutdown)."""
         thread = self._thread
@@ -110,6 +120,9 @@ class Writer:
                 job = self._queue.get()
                 if job is None:
                     return
+                if isinstance(job, threading.Event):
+                    job.set()  # nothing was queued before it
+                    continue
                 batch = [job]
                 while len(batch) < MAX_BATCH:
                     try:
@@ -119,8 +132,15 @@ class Writer:
                     if more is None:
                         self._apply(batch)
                         return
+                    if isinstance(more, threading.Event):
+                        # A drain: what came before it is answered first.
+                        self._apply(batch)
+                        more.set()
+                        batch = []
+                        break
                     batch.append(more)
-                self._apply(batch)
+                if batch:
+                    self._apply(batch)
         finally:
             connection.close()
 

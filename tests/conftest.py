@@ -59,6 +59,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if inspect.iscoroutinefunction(getattr(item, "obj", None)):
             # First set up, so torn down last: after the fixtures that still use the loop.
             item.fixturenames.insert(0, "loop_left_quiet")
+            # Last set up, so torn down first: before the database is emptied.
+            item.fixturenames.append("let_go_requests_expired")
         marker = item.get_closest_marker("django_db")
         if marker is not None and not marker.kwargs.get("transaction"):
             item.add_marker(
@@ -95,6 +97,17 @@ async def loop_left_quiet():
         await layer.close_pools()
 
 
+@pytest.fixture
+async def let_go_requests_expired():
+    """A held hook that the test let go of (cancelled) expires its request in a write of its
+    own; it must be written before the database is emptied (the writer is drained then, see
+    `renders_finished_before_the_flush`), or it would write into the next test's tables."""
+    yield
+    from dashboard.integrations.claude_code.hooks import abandoned_requests_expired
+
+    await abandoned_requests_expired()
+
+
 @pytest.fixture(autouse=True)
 def a_channel_layer_per_test():
     """Each test runs its own event loop, while channels keeps one layer object per process.
@@ -110,15 +123,18 @@ def a_channel_layer_per_test():
 
 @pytest.fixture(autouse=True)
 def renders_finished_before_the_flush(request):
-    """A test may end while the render or reading thread still reads what it wrote (the publisher's
-    coalesced flush). On PostgreSQL a join running beside the test's TRUNCATE can deadlock with
-    it, so the database test waits for queued renders first (set up after the database, so
-    torn down before its flush)."""
+    """A test may end while the writer still writes (a held request expiring after the test
+    let go of it), or the render or reading thread still reads what it wrote (the publisher's
+    coalesced flush). On PostgreSQL either, running beside the test's TRUNCATE, can deadlock
+    with it, so the database test waits for queued writes and renders first (set up after the
+    database, so torn down before its flush)."""
     if request.node.get_closest_marker("django_db") or "transactional_db" in request.fixturenames:
         request.getfixturevalue("_django_db_helper")
     yield
     from dashboard import live, reader
+    from dashboard.writer import writer
 
+    writer.drain()
     live.drain()
     reader.drain()
 

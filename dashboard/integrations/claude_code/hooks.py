@@ -38,6 +38,7 @@ from dashboard.integrations.claude_code.schemas import (
     TodoWriteToolInput,
     ToolHookInput,
 )
+from dashboard.loops import keep
 from dashboard.models import Agent, PermissionMode
 from dashboard.services import (
     ResolvedAgent,
@@ -629,15 +630,21 @@ async def held(
         if state["status"] == "pending":
             state = await hold(state["id"])
     except BaseException:
-        task = asyncio.get_running_loop().create_task(_expire_abandoned(submitted, expire))
-        _cleanup_tasks.add(task)
-        task.add_done_callback(_cleanup_tasks.discard)
+        keep(_cleanup_tasks, asyncio.create_task(_expire_abandoned(submitted, expire)))
         raise
     return state
 
 
 # Strong references: the event loop keeps only weak ones to the tasks it runs.
 _cleanup_tasks: set[asyncio.Task[None]] = set()
+
+
+async def abandoned_requests_expired(timeout: float = 10) -> None:
+    """Return once this loop's expiries of requests that went away are done (tests)."""
+    loop = asyncio.get_running_loop()
+    running = [task for task in _cleanup_tasks if task.get_loop() is loop]
+    if running:
+        await asyncio.wait(running, timeout=timeout)
 
 
 async def _expire_abandoned(

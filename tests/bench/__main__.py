@@ -453,13 +453,18 @@ async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label
         f"\nHeld hooks, {label}: {held} ExitPlanMode hooks held while TodoWrite arrives at 100/s:"
     )
     first = servers[0]
-    todo_write = hook_maker(first.token, "todowrite")
+    # Each process gets its own agents: one agent sends its next hook only once the last one
+    # was answered, so two processes never write the same agent at the same moment.
+    todo_writes = [
+        hook_maker(first.token, "todowrite", first_client=index * 1_000_000)
+        for index in range(len(servers))
+    ]
 
     async def ingest_at_100() -> Run:
         runs = await asyncio.gather(
             *(
                 open_loop(server.port, todo_write, rate=100 / len(servers), seconds=seconds)
-                for server in servers
+                for server, todo_write in zip(servers, todo_writes, strict=True)
             )
         )
         return Run(

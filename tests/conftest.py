@@ -482,8 +482,11 @@ def agentboard_server(server_factory) -> LiveServer:
     return server_factory()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per test module. While Playwright's sync API runs it leaves its own event
+    loop set as the thread's running loop, so a later async test could not start its own
+    loop; stopping Playwright after each module of browser tests clears it."""
     if not Path(CHROMIUM).exists():
         pytest.skip(
             f"Browser tests skipped: {CHROMIUM} is not installed (apt-get install chromium)."

@@ -53,6 +53,13 @@ class _Job:
     future: Future = field(default_factory=Future)
 
 
+class _Stop:
+    """Queued by `stop()`: the writer ends once everything queued before it is written."""
+
+
+_STOP = _Stop()
+
+
 # A write's result, or the error that refused it.
 _Outcome = tuple["_Job", Any, BaseException | None]
 
@@ -72,7 +79,7 @@ def _busy() -> ServiceError:
 
 class Writer:
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[_Job | threading.Event | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Job | threading.Event | _Stop] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -110,39 +117,37 @@ class Writer:
         """Finish what is queued, close the connection and end the thread (tests, shutdown)."""
         thread = self._thread
         if thread is not None and thread.is_alive():
-            self._queue.put(None)
+            self._queue.put(_STOP)
             thread.join(10)
         self._thread = None
 
     def _run(self) -> None:
         try:
             while True:
-                job = self._queue.get()
-                if job is None:
-                    return
-                if isinstance(job, threading.Event):
-                    job.set()  # nothing was queued before it
-                    continue
-                batch = [job]
-                while len(batch) < MAX_BATCH:
-                    try:
-                        more = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        self._apply(batch)
-                        return
-                    if isinstance(more, threading.Event):
-                        # A drain: what came before it is answered first.
-                        self._apply(batch)
-                        more.set()
-                        batch = []
-                        break
-                    batch.append(more)
+                batch, control = self._take()
                 if batch:
                     self._apply(batch)
+                if control is _STOP:
+                    return
+                if isinstance(control, threading.Event):
+                    control.set()  # a drain: what came before it is answered
         finally:
             connection.close()
+
+    def _take(self) -> tuple[list[_Job], threading.Event | _Stop | None]:
+        """The writes queued next, in order: up to MAX_BATCH of them, or up to a stop or a
+        drain, which is returned beside them to be acted on once they are written."""
+        batch: list[_Job] = []
+        item = self._queue.get()
+        while isinstance(item, _Job):
+            batch.append(item)
+            if len(batch) == MAX_BATCH:
+                return batch, None
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return batch, None
+        return batch, item
 
     def _apply(self, batch: list[_Job]) -> None:
         # A request that went away before its turn (its waiting task was cancelled) is not

@@ -286,10 +286,11 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
         second = writer.submit(replace, {"agent_id": "agent-b"}, None)
         release.set()
         blocker.result(5)
+        # The writer's wait for B's row shows only in PostgreSQL's own view of its sessions.
         waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-        for _ in range(100):
-            if other.execute(waiting).fetchone()[0]:
-                break
+        deadline = time.monotonic() + 5
+        while not other.execute(waiting).fetchone()[0]:
+            assert time.monotonic() < deadline, "the writer never waited for agent B's row"
             time.sleep(0.02)
         # Now the other process wants A's row: a cycle, which PostgreSQL breaks after a second.
         other.execute("SELECT 1 FROM dashboard_agent WHERE id = %s FOR UPDATE", [a])

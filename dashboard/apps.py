@@ -14,10 +14,10 @@ class DashboardConfig(AppConfig):
         from django.contrib.auth.models import Group
         from django.contrib.sessions.models import Session
 
+        from dashboard.core.security import forget_signed_in
         from dashboard.models import AgentToken
-        from dashboard.security import forget_signed_in
 
-        # Who a browser session belongs to is remembered for a second (`dashboard.security`);
+        # Who a browser session belongs to is remembered for a second (`dashboard.core.security`);
         # signing out, a changed user or changed permissions forget it in this process at once.
         user = get_user_model()
         user_logged_out.connect(forget_signed_in, dispatch_uid="signed-in-out")
@@ -39,17 +39,24 @@ class DashboardConfig(AppConfig):
             post_save.connect(_tokens_changed, sender=model, dispatch_uid=f"tokens-{model}")
             post_delete.connect(_tokens_changed, sender=model, dispatch_uid=f"untoken-{model}")
 
-        from dashboard.sql import keep_prepared
+        from dashboard.core.sql import keep_prepared
 
         connection_created.connect(keep_prepared, dispatch_uid="keep-prepared")
+
+        # What a write changed goes out once it is committed (`dashboard.live.publisher`).
+        from dashboard.core.writer import writer
+        from dashboard.live import publisher
+
+        if publisher.publish not in writer.after_commit:
+            writer.after_commit.append(publisher.publish)
 
 
 def _tokens_changed(sender: type, instance: object, **kwargs: object) -> None:
     from django.db import transaction
 
-    from dashboard import live
+    from dashboard.core.services import forget_cached_tokens
+    from dashboard.live import publisher
     from dashboard.models import AgentToken
-    from dashboard.services import forget_cached_tokens
 
     forget_cached_tokens()
     deleted = kwargs.get("signal") is post_delete
@@ -62,4 +69,4 @@ def _tokens_changed(sender: type, instance: object, **kwargs: object) -> None:
         tokens = AgentToken.objects.filter(owner=instance, revoked_at__isnull=True)
         revoked = list(tokens.values_list("key_hash", flat=True))
     if revoked:
-        transaction.on_commit(lambda: live.close_token_sockets(revoked))
+        transaction.on_commit(lambda: publisher.close_token_sockets(revoked))

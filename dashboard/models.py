@@ -9,6 +9,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# The longest Idempotency-Key (or tool_use_id, kept as one) a todo revision or a plan stores.
+IDEMPOTENCY_KEY_LENGTH = 200
+
 
 class PermissionMode(models.TextChoices):
     DEFAULT = "default", "default"

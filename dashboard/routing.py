@@ -4,8 +4,8 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from django.urls import path
 
-from dashboard.consumers import AgentConsumer, BoardConsumer
-from dashboard.security import BrowserOriginValidator
+from dashboard.core.security import BrowserOriginValidator
+from dashboard.live.consumers import AgentConsumer, BoardConsumer
 
 websocket_application = URLRouter(
     [

@@ -44,8 +44,8 @@ from twisted.internet import reactor
 from twisted.internet.interfaces import IDelayedCall
 from twisted.web import http
 
-from dashboard.boards import WIRE
-from dashboard.watch import watch_for
+from dashboard.live.boards import WIRE
+from dashboard.live.watch import watch_for
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class AgentboardServer(Server):
 
     def _bound(self) -> None:
         self.http_factory.protocol = ArrivalDeadlineChannel
-        # No compression (autobahn's default, said here because `dashboard.boards` writes
+        # No compression (autobahn's default, said here because `dashboard.live.boards` writes
         # frames prepared once for many sockets, which compression would make per socket).
         self.ws_factory.setProtocolOptions(
             failByDrop=False, perMessageCompressionAccept=lambda offers: None
@@ -188,7 +188,7 @@ class AgentboardServer(Server):
         gc.freeze()
 
     def _sweep_idle_sessions(self) -> None:
-        from dashboard.idle import end_idle_sessions_forever
+        from dashboard.board.idle import end_idle_sessions_forever
 
         # Kept on the server: the event loop holds only a weak reference to its tasks.
         self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())

@@ -136,23 +136,23 @@ INSTALLED_APPS = [
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the
-# request (`dashboard.security`): the header-only ones wrapped by `on_the_loop`, sessions, CSRF,
-# login and messages as subclasses. `check --deploy` looks for SecurityMiddleware,
+# request (`dashboard.core.security`): the header-only ones wrapped by `on_the_loop`, sessions,
+# CSRF, login and messages as subclasses. `check --deploy` looks for SecurityMiddleware,
 # XFrameOptionsMiddleware and CsrfViewMiddleware by name: they are here, wrapped or subclassed
 # (tests/dashboard/test_security.py checks their headers and the CSRF refusal).
 SILENCED_SYSTEM_CHECKS = ["security.W001", "security.W002", "security.W003"]
 MIDDLEWARE = [
-    "dashboard.security.django_security",
+    "dashboard.core.security.django_security",
     "servestatic.middleware.ServeStaticMiddleware",
     # After the static files (they keep their own caching), before the session and CSRF
     # middleware (so it sees their cookies).
-    "dashboard.security.security_headers",
-    "dashboard.security.Sessions",
-    "dashboard.security.django_common",
-    "dashboard.security.Csrf",
-    "dashboard.security.Authentication",
-    "dashboard.security.Messages",
-    "dashboard.security.django_clickjacking",
+    "dashboard.core.security.security_headers",
+    "dashboard.core.security.Sessions",
+    "dashboard.core.security.django_common",
+    "dashboard.core.security.Csrf",
+    "dashboard.core.security.Authentication",
+    "dashboard.core.security.Messages",
+    "dashboard.core.security.django_clickjacking",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
@@ -160,8 +160,8 @@ MIDDLEWARE = [
 # The agent endpoints (`/hooks/`, `/api/v1/`) authenticate with bearer tokens and need none of
 # the browser's middleware (`dashboard.asgi.AgentHandler`).
 AGENTBOARD_AGENT_MIDDLEWARE = [
-    "dashboard.security.django_security",
-    "dashboard.security.security_headers",
+    "dashboard.core.security.django_security",
+    "dashboard.core.security.security_headers",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -177,7 +177,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dashboard.context_processors.header",
+                "dashboard.web.context_processors.header",
             ],
         },
     },
@@ -206,7 +206,7 @@ if database_url := os.environ.get("DATABASE_URL"):
     elif _database["ENGINE"] == "django.db.backends.postgresql" and envbool(
         "AGENTBOARD_PREPARED_STATEMENTS", default=True
     ):
-        # The hot paths' statements (`dashboard.sql.hot_cursor`) are prepared on first use; the
+        # The hot paths' statements (`dashboard.core.sql.hot_cursor`) are prepared on first use; the
         # ORM's own queries never are (they bind on the client). Turn off behind a pooler that
         # cannot keep prepared statements (PgBouncer before 1.21, or without
         # max_prepared_statements in transaction mode).
@@ -216,8 +216,8 @@ else:
     DATABASES = {"default": _SQLITE_DEFAULT}
 
 # With Redis, every server process of a team shares it: the channel layer, and the decision bus
-# that wakes agents waiting in other processes (`dashboard.watch`). Keys and channels start with
-# the prefix, so several deployments can share one Redis.
+# that wakes agents waiting in other processes (`dashboard.live.watch`). Keys and channels start
+# with the prefix, so several deployments can share one Redis.
 AGENTBOARD_REDIS_URL = os.environ.get("REDIS_URL") or None
 AGENTBOARD_REDIS_PREFIX = os.environ.get("AGENTBOARD_REDIS_PREFIX", "agentboard")
 if redis_url := AGENTBOARD_REDIS_URL:
@@ -243,7 +243,7 @@ if redis_url := AGENTBOARD_REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "dashboard.channel_layer.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "dashboard.live.channel_layer.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -264,7 +264,7 @@ if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
         "AGENTBOARD_LOGIN_FAILURE_LIMIT and AGENTBOARD_LOGIN_LOCKOUT_MINUTES must be positive."
     )
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_LOCKOUT_CALLABLE = "dashboard.views.login_locked_out"
+AXES_LOCKOUT_CALLABLE = "dashboard.web.views.login_locked_out"
 # The client's address: daphne has already put the proxy's X-Forwarded-For there when
 # AGENTBOARD_TRUSTED_PROXY is on, and ignores the header otherwise.
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
@@ -300,7 +300,7 @@ CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 # Sent only on HTTPS responses (behind a trusted proxy that says so); 0 turns it off. Cookies
-# are marked Secure on those responses too (dashboard.security), never over plain http.
+# are marked Secure on those responses too (dashboard.core.security), never over plain http.
 SECURE_HSTS_SECONDS = envint("AGENTBOARD_HSTS_SECONDS", 31_536_000)
 
 # Largest accepted request body (HTTP API, hooks) and socket frame, in bytes.

@@ -4,12 +4,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard import api_docs, views
-from dashboard.api import api
 from dashboard.integrations.claude_code import hooks as claude_code
 from dashboard.integrations.codex.hooks import codex_hook
 from dashboard.integrations.opencode.views import opencode_hook
 from dashboard.notifications import views as notify_views
+from dashboard.web import api_docs, views
+from dashboard.web.api import api
 
 urlpatterns = [
     path("", views.overview, name="overview"),

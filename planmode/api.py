@@ -8,9 +8,9 @@ from django.urls import reverse
 from ninja import Path, Router
 from ninja.responses import Status
 
-from dashboard.edge import MAX_INTEGER
-from dashboard.security import public_url
-from dashboard.writer import write
+from dashboard.core.edge import MAX_INTEGER
+from dashboard.core.security import public_url
+from dashboard.core.writer import write
 from planmode import selectors, services
 from planmode.models import Plan
 from planmode.schemas import PlanStateOut, PlanSubmitIn, PlanSubmitOut

@@ -15,10 +15,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
+from dashboard.core.security import login_required
+from dashboard.core.writer import write, write_sync
 from dashboard.models import Session
-from dashboard.security import login_required
-from dashboard.writer import write, write_sync
 from planmode import inbox as selectors
 from planmode.permissions import (
     Answer,

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from dashboard.models import Agent, Session
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
 
 TITLE_LENGTH = 90
 
@@ -68,7 +68,7 @@ class Plan(models.Model):
     watched_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices)
     # None when absent, so the unique constraint only covers keys that were sent.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, null=True, blank=True)  # noqa: DJ001
     request_hash = models.CharField(max_length=64, blank=True)
 
     class Meta:

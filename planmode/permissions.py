@@ -22,8 +22,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from dashboard.changes import Changes
-from dashboard.errors import ServiceError
+from dashboard.core.changes import Changes
+from dashboard.core.errors import ServiceError
 from dashboard.models import Agent
 from planmode import rules
 from planmode.models import (
@@ -506,7 +506,8 @@ def stopped_messages_take(*, agent: Agent) -> str | None:
 
 
 def permission_state(request: PermissionRequest) -> dict[str, Any]:
-    """The request as its held hook is told (and `dashboard.client.decision` answers)."""
+    """The request as its held hook is told (and
+    `dashboard.integrations.claude_code.decision` answers)."""
     return {
         "id": request.pk,
         "session_id": request.session.session_id,

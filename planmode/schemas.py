@@ -7,7 +7,7 @@ from typing import Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from dashboard.edge import column_length, text_type
+from dashboard.core.edge import column_length, text_type
 from planmode.models import Plan
 
 PlanStatusName = Literal[

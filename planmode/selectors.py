@@ -10,8 +10,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from dashboard.errors import ServiceError
-from dashboard.sql import PreparedQuery
+from dashboard.core.errors import ServiceError
+from dashboard.core.sql import PreparedQuery
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20

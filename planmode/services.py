@@ -20,18 +20,18 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from dashboard.changes import Changes
-from dashboard.edge import text_problem
-from dashboard.errors import ServiceError
-from dashboard.models import Agent, PermissionMode, Session
-from dashboard.services import (
+from dashboard.core.changes import Changes
+from dashboard.core.edge import text_problem
+from dashboard.core.errors import ServiceError
+from dashboard.core.services import (
     agent_resolve_for_update,
     agent_touch,
     idempotent_replay,
     locked_row,
     session_describe,
 )
-from dashboard.sql import Statement, run_together
+from dashboard.core.sql import Statement, run_together
+from dashboard.models import Agent, PermissionMode, Session
 from planmode.markdown import plain_text, render_plan
 from planmode.models import Annotation, ModeAfter, Plan, PlanStatus
 

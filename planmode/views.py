@@ -7,9 +7,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from dashboard.errors import ServiceError
-from dashboard.security import login_required
-from dashboard.writer import write
+from dashboard.core.errors import ServiceError
+from dashboard.core.security import login_required
+from dashboard.core.writer import write
 from planmode import fragments, selectors, services
 from planmode.markdown import plain_text, render_plan_page
 from planmode.models import Plan

@@ -85,8 +85,8 @@ async def loop_left_quiet():
     yield
     from channels.layers import channel_layers
 
-    from dashboard.boards import boards_for
-    from dashboard.watch import watch_for
+    from dashboard.live.boards import boards_for
+    from dashboard.live.watch import watch_for
 
     loop = asyncio.get_running_loop()
     for registry in (watch_for.made(loop), boards_for.made(loop)):
@@ -131,8 +131,9 @@ def renders_finished_before_the_flush(request):
     if request.node.get_closest_marker("django_db") or "transactional_db" in request.fixturenames:
         request.getfixturevalue("_django_db_helper")
     yield
-    from dashboard import live, reader
-    from dashboard.writer import writer
+    from dashboard.core import reader
+    from dashboard.core.writer import writer
+    from dashboard.live import publisher as live
 
     writer.drain()
     live.drain()
@@ -156,8 +157,9 @@ def writer_and_render_connections_closed(django_db_setup):
     from asgiref.sync import SyncToAsync
     from django.db import connections
 
-    from dashboard import live, reader
-    from dashboard.writer import writer
+    from dashboard.core import reader
+    from dashboard.core.writer import writer
+    from dashboard.live import publisher as live
 
     writer.stop()
     live.close_connection()
@@ -265,7 +267,7 @@ async def write_todos_live(
 ):
     """A TodoWrite as the API and the sockets make it: through the writer, so open boards
     see it."""
-    from dashboard.writer import write
+    from dashboard.core.writer import write
     from todos.services import todo_list_replace
 
     options.setdefault("source", "api")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from dashboard import waiting
+from dashboard.live import waiting
 from planmode import services as plan_services
 from planmode.models import Plan
 from todos import enforcer as enforcer_module

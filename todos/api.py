@@ -7,11 +7,11 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router
 from pydantic import WithJsonSchema
 
-from dashboard.edge import AgentType, Cwd, column_length, text_problem
-from dashboard.errors import ServiceError
-from dashboard.services import ID_LENGTH, ID_PATTERN
-from dashboard.writer import write
-from planmode.models import Plan
+from dashboard.core.edge import AgentType, Cwd, text_problem
+from dashboard.core.errors import ServiceError
+from dashboard.core.services import ID_LENGTH, ID_PATTERN
+from dashboard.core.writer import write
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH
 from todos import services
 from todos.models import TodoRevision
 from todos.schemas import ErrorOut, SessionOut, TodoReadOut, TodoWriteIn, TodoWriteOut
@@ -26,9 +26,6 @@ AgentPathId = Annotated[
     Path(),
     WithJsonSchema({"type": "string", "pattern": ID_PATTERN.pattern, "maxLength": ID_LENGTH}),
 ]
-IDEMPOTENCY_KEY_LENGTH = min(
-    column_length(TodoRevision, "idempotency_key"), column_length(Plan, "idempotency_key")
-)
 
 
 def idempotency_key(request: HttpRequest) -> str | None:

@@ -17,9 +17,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.changes import Changes
+from dashboard.core.changes import Changes
 from dashboard.models import Agent, PermissionMode, Session
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoStatus
+from todos.selectors import current_todos
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +121,6 @@ def tracking_for(agent: Agent) -> AgentTracking:
         if tracking is not None:
             return tracking
     return AgentTracking.objects.select_for_update().get_or_create(agent=agent)[0]
-
-
-def _current_items(agent: Agent) -> list[dict[str, str]]:
-    from todos.services import current_todos
-
-    return current_todos(agent)
 
 
 def _record(agent: Agent, kind: str, text: str, code: str = "") -> EnforcerEvent:
@@ -442,7 +437,7 @@ def _compaction_if_pending(agent: Agent, tracking: AgentTracking) -> Recorded:
     if not tracking.compaction_pending:
         return None, []
     tracking.compaction_pending = False
-    text = compaction_text(_current_items(agent))
+    text = compaction_text(current_todos(agent))
     event = _record(
         agent, EnforcerEvent.Kind.REMINDER, "Re-injected the todo list after compaction."
     )
@@ -466,7 +461,7 @@ def _take_reminder_if_due(agent: Agent, tracking: AgentTracking) -> Recorded:
     if not _is_stale(tracking) or not due:
         return None, events
     tracking.steps_since_reminder = 0
-    items = _current_items(agent)
+    items = current_todos(agent)
     event = _record(
         agent,
         EnforcerEvent.Kind.REMINDER,
@@ -594,7 +589,7 @@ def continuation_begin(
         if not stop_hook_active:
             tracking.consecutive_continuations = 0
         changes = _cancel_counting(agent, reason="a newer stop arrived")
-        items = _current_items(agent)
+        items = current_todos(agent)
         unfinished = sum(
             1 for i in items if i["status"] in (TodoStatus.PENDING, TodoStatus.IN_PROGRESS)
         )
@@ -643,7 +638,7 @@ def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
             pk=continuation_pk
         )
         agent = continuation.agent
-        prompt = continuation_prompt(_current_items(agent))
+        prompt = continuation_prompt(current_todos(agent))
         sent = Continuation.objects.filter(
             pk=continuation_pk, status=Continuation.Status.COUNTING
         ).update(status=Continuation.Status.SENT, prompt=prompt, resolved_at=timezone.now())

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from dashboard.models import Agent
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent
 
 
 class TodoStatus(models.TextChoices):
@@ -61,7 +61,7 @@ class TodoRevision(models.Model):
     new_todos = models.JSONField(default=list)
     source = models.CharField(max_length=10, choices=Source.choices)
     # NULL, not "", when absent: the unique constraint must ignore writes without a key.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, null=True, blank=True)  # noqa: DJ001
     request_hash = models.CharField(max_length=64, blank=True)
     received_at = models.DateTimeField(default=timezone.now)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from dashboard.edge import column_length, text_or_integer_type, text_type
+from dashboard.core.edge import column_length, text_or_integer_type, text_type
 from todos.models import Todo
 
 Status = Literal["pending", "in_progress", "completed", "cancelled"]

@@ -13,19 +13,20 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
 
-from dashboard.changes import Changes
-from dashboard.errors import ServiceError
-from dashboard.models import Agent, PermissionMode, Session
-from dashboard.services import (
+from dashboard.core.changes import Changes
+from dashboard.core.errors import ServiceError
+from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     idempotent_replay,
     validate_id,
 )
-from dashboard.sql import any_row
+from dashboard.core.sql import any_row
+from dashboard.models import Agent, PermissionMode, Session
 from todos import enforcer
-from todos.models import Todo, TodoRevision, TodoStatus
+from todos.models import TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
+from todos.selectors import current_todos, todo_wire
 
 STRICT_MAX_ITEMS = 20
 STRICT_MAX_TEXT = 500
@@ -137,10 +138,6 @@ def _result(number: int, old: list[dict[str, str]], new: list[dict[str, str]]) -
 
 # Run on every write: plain SQL, since compiling the ORM's statements costs more than running
 # them. Each is standard SQL that SQLite and PostgreSQL both take.
-_CURRENT_TODOS = """
-    SELECT content, status, active_form, external_id, priority FROM todos_todo
-    WHERE agent_id = %s ORDER BY position
-"""
 _DELETE_TODOS = "DELETE FROM todos_todo WHERE agent_id = %s"
 _INSERT_TODO = """
     INSERT INTO todos_todo (agent_id, position, content, active_form, status, priority, external_id)
@@ -171,27 +168,6 @@ def revision_key_used(*, agent: Agent, key: str) -> bool:
         "SELECT 1 FROM todos_todorevision WHERE agent_id = %s AND idempotency_key = %s",
         [agent.pk, key],
     )
-
-
-def current_todos(agent: Agent) -> list[dict[str, str]]:
-    with connection.cursor() as cursor:
-        cursor.execute(_CURRENT_TODOS, [agent.pk])
-        return [_wire(*row) for row in cursor.fetchall()]
-
-
-def _wire(content: str, status: str, active_form: str, external_id: str, priority: str) -> dict:
-    wire = {"content": content, "status": status}
-    if active_form:
-        wire["activeForm"] = active_form
-    if external_id:
-        wire["id"] = external_id
-    if priority:
-        wire["priority"] = priority
-    return wire
-
-
-def todo_as_wire(todo: Todo) -> dict[str, str]:
-    return _wire(todo.content, todo.status, todo.active_form, todo.external_id, todo.priority)
 
 
 def todo_list_replace(
@@ -365,7 +341,7 @@ def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
     with connection.cursor() as cursor:
         cursor.execute(_SESSION_TODOS, [session.pk])
         for agent_pk, *row in cursor.fetchall():
-            todos[agent_pk].append(_wire(*row))
+            todos[agent_pk].append(todo_wire(*row))
     return {
         "session_id": session.session_id,
         "project": session.project,

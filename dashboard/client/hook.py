@@ -22,7 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from dashboard.client.decision import is_plan_permission_request, permission_decision
+from dashboard.integrations.claude_code.decision import (
+    is_plan_permission_request,
+    permission_decision,
+)
 
 T = TypeVar("T")
 HOOK_PATH = "/hooks/claude-code"

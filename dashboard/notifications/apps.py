@@ -7,3 +7,16 @@ class NotificationsConfig(AppConfig):
     name = "dashboard.notifications"
     label = "notifications"
     verbose_name = "Notifications"
+
+    def ready(self) -> None:
+        from dashboard.core.writer import writer
+        from dashboard.notifications import outbox
+        from dashboard.notifications.views import settings_context
+        from dashboard.web.views import SETTINGS_SECTIONS
+
+        # A write's notifications commit with it (enqueueing runs no query).
+        if outbox.enqueue not in writer.within_write:
+            writer.within_write.append(outbox.enqueue)
+        # Its devices and webhook targets on the settings page.
+        if settings_context not in SETTINGS_SECTIONS:
+            SETTINGS_SECTIONS.append(settings_context)

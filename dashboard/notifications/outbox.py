@@ -20,7 +20,8 @@ from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.db.models import Q
 
-from dashboard.changes import Changes
+from dashboard.core.changes import Changes
+from dashboard.core.sql import any_row
 from dashboard.models import Session
 from dashboard.notifications.messages import (
     Notice,
@@ -30,7 +31,6 @@ from dashboard.notifications.messages import (
     session_notice,
 )
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
-from dashboard.sql import any_row
 from planmode.models import PermissionRequest, Plan
 from todos.models import Continuation
 

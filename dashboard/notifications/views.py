@@ -22,12 +22,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, Field, ValidationError
 
-from dashboard.edge import text_type
+from dashboard.core.edge import text_type
+from dashboard.core.security import login_required
 from dashboard.notifications.messages import cut
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
 from dashboard.notifications.safety import UnsafeURL, check_form, check_url, mask_url
 from dashboard.notifications.senders import new_client, public_key, send_webhook
-from dashboard.security import login_required
+from dashboard.web.views import settings_page
 from planmode.inbox import inbox_items
 from planmode.permissions import audience_of, is_reviewer
 from todos.models import Continuation
@@ -49,7 +50,7 @@ def _visible_targets(user: AbstractBaseUser):
 
 
 def settings_context(user: AbstractBaseUser) -> dict[str, Any]:
-    """What the settings page shows of notifications (dashboard.views adds it)."""
+    """What the settings page shows of notifications (registered in `apps.py`)."""
     targets = list(_visible_targets(user))
     return {
         "notify_devices": [
@@ -83,8 +84,6 @@ class TargetForm(BaseModel):
 
 
 def _settings_again(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
-    from dashboard.views import settings_page
-
     response = settings_page(request, **extra)
     response.status_code = status
     return response

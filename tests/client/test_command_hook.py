@@ -160,7 +160,7 @@ def test_a_decision_taken_while_the_server_was_down_is_not_lost(
     agentboard_server.stop()
     decide = (
         "from django.contrib.auth.models import User; from planmode.services import plan_decide; "
-        "from dashboard.writer import write_sync; "
+        "from dashboard.core.writer import write_sync; "
         f"write_sync(plan_decide, plan_id={plan_id}, "
         "reviewer=User.objects.get(username='lead'), approve=True)"
     )

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from dashboard.client.decision import permission_decision, tool_permission_decision
+from dashboard.integrations.claude_code.decision import (
+    permission_decision,
+    tool_permission_decision,
+)
 
 
 def test_a_rejection_from_a_server_without_its_own_text_still_says_what_happened():

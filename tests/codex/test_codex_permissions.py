@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from django.contrib.auth.models import User
 
+from dashboard.core.writer import write
 from dashboard.models import Session
-from dashboard.writer import write
 from planmode.models import PermissionRequest, TeamRule
 from planmode.permissions import Answer, permission_decide
 from tests.codex.conftest import SESSION_ID, CodexHooks, load_fixture, plan_update

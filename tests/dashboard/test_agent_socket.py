@@ -8,9 +8,9 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from dashboard import services
+from dashboard.core import services
+from dashboard.core.services import TOKEN_CACHE_SECONDS
 from dashboard.models import AgentToken, Session
-from dashboard.services import TOKEN_CACHE_SECONDS
 from tests.conftest import todo, write_todos
 from todos.models import TodoRevision
 

@@ -9,9 +9,9 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.test.signals import template_rendered
 
-from dashboard import live
-from dashboard.boards import Boards
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
+from dashboard.live import publisher as live
+from dashboard.live.boards import Boards
 from dashboard.models import Agent, Session
 from tests.conftest import BROWSER_ORIGIN, parse_html, todo, write_todos, write_todos_live
 
@@ -296,7 +296,7 @@ async def test_a_processs_boards_are_one_member_of_their_group_and_all_get_each_
 async def test_a_fragment_that_comes_while_the_snapshot_is_read_follows_the_snapshot(
     browser, user, monkeypatch
 ):
-    from dashboard.consumers import BoardConsumer
+    from dashboard.live.consumers import BoardConsumer
 
     await write(user, SESSION, SESSION, [todo("Run tests", "in_progress")])
     group = live.session_group(await pk_of_session())

@@ -1,5 +1,5 @@
 """What a card reads: its agent's list, countdown, waiting plan and newest flags, with queries
-compiled once per process (`dashboard.sql.PreparedQuery`)."""
+compiled once per process (`dashboard.core.sql.PreparedQuery`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dashboard import selectors
+from dashboard.board import selectors
+from dashboard.core.sql import PreparedQuery
 from dashboard.models import Agent
-from dashboard.sql import PreparedQuery
 from tests.conftest import todo, write_todos
 from todos.models import EnforcerEvent, Todo, TodoRevision
 

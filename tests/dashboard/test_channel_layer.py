@@ -10,8 +10,8 @@ import pytest
 from channels.layers import InMemoryChannelLayer as ChannelsInMemoryChannelLayer
 from channels.layers import get_channel_layer
 
-from dashboard import channel_layer
-from dashboard.channel_layer import InMemoryChannelLayer
+from dashboard.live import channel_layer
+from dashboard.live.channel_layer import InMemoryChannelLayer
 
 
 @pytest.mark.skipif(

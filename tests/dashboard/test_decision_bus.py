@@ -19,9 +19,9 @@ import urllib.request
 import pytest
 from asgiref.sync import sync_to_async
 
-from dashboard import watch as watch_module
-from dashboard.watch import PERMISSION, PLAN, bus_channel, watch_for
-from dashboard.writer import write
+from dashboard.core.writer import write
+from dashboard.live import watch as watch_module
+from dashboard.live.watch import PERMISSION, PLAN, bus_channel, watch_for
 from planmode import services
 from planmode.models import Plan
 from tests.conftest import two_processes
@@ -341,7 +341,7 @@ def test_a_held_hook_on_one_process_hears_the_click_on_another_at_once(server_fa
 async def test_a_decision_made_while_redis_fails_is_saved_and_heard_here(
     user, reviewer, settings, caplog, monkeypatch
 ):
-    caplog.set_level(logging.INFO, logger="dashboard.watch")
+    caplog.set_level(logging.INFO, logger="dashboard.live.watch")
     monkeypatch.setattr(watch_module, "_announcer", watch_module._Announcer())
     settings.AGENTBOARD_REDIS_URL = "redis://127.0.0.1:9/0"  # nothing listens there
     first, second = await submit(user, "sess-1"), await submit(user, "sess-2")

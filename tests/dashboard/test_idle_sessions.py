@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dashboard.idle import sessions_end_idle
+from dashboard.board.idle import sessions_end_idle
+from dashboard.core.writer import write
 from dashboard.models import Session
-from dashboard.writer import write
 from tests.conftest import todo, write_todos, write_todos_live
 from tests.domain import plan_submit
 from tests.hooks.conftest import SESSION_ID, load_fixture

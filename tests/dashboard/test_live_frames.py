@@ -1,5 +1,5 @@
 """Live fragments under the real server (`manage.py serve`): the boards of a process get each
-fragment framed once and written to every connection (`dashboard.boards`)."""
+fragment framed once and written to every connection (`dashboard.live.boards`)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from django.db.backends.signals import connection_created
 from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
 from django.shortcuts import resolve_url
 
-from dashboard import reader
 from dashboard.asgi import application, skip_the_request_started_hop
+from dashboard.core import reader
 from planmode.models import Plan
 from tests.domain import plan_submit
 

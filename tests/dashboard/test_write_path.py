@@ -18,9 +18,9 @@ from django.db import connection, transaction
 from django.test.signals import template_rendered
 from django.test.utils import CaptureQueriesContext
 
-from dashboard import live
 from dashboard.integrations.claude_code.hooks import record_and_enforce
 from dashboard.integrations.claude_code.schemas import HookInput
+from dashboard.live import publisher as live
 from tests.conftest import todo, write_todos, write_todos_live
 from todos.models import TodoRevision
 
@@ -229,7 +229,7 @@ def test_fifty_concurrent_writers_get_no_server_error(server_factory, tmp_path, 
 
 
 async def test_a_request_that_goes_away_before_its_write_does_not_stop_the_others():
-    from dashboard.writer import write
+    from dashboard.core.writer import write
 
     started, release = threading.Event(), threading.Event()
 
@@ -258,8 +258,8 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
     refused."""
     if connection.vendor != "postgresql":
         pytest.skip("Row locks that can deadlock are PostgreSQL's; SQLite has one writer.")
+    from dashboard.core.writer import writer
     from dashboard.models import Agent
-    from dashboard.writer import writer
 
     for name in ("agent-a", "agent-b"):
         write_todos(user, "sess-deadlock", name, [todo("First", "pending")])

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.conf import settings
 
-from dashboard import live
+from dashboard.live import publisher as live
 from tests.conftest import BROWSER_ORIGIN, parse_html, todo, write_todos
 from tests.hardening.conftest import stored_state
 from tests.hooks.conftest import SESSION_ID, load_fixture
@@ -137,7 +137,7 @@ def test_a_long_text_is_cut_on_the_card(client, user):
 
 
 def test_a_write_that_changes_many_items_gets_a_short_history_line(user):
-    from dashboard.selectors import describe_revision
+    from dashboard.board.selectors import describe_revision
 
     old = numbered(1000, text="x" * 300)
     new = [{**item, "status": "completed"} for item in old]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
 from dashboard.asgi import application
-from dashboard.edge import NON_BLANK_PATTERN, SPACE_CLASS, TEXT_PATTERN
+from dashboard.core.edge import NON_BLANK_PATTERN, SPACE_CLASS, TEXT_PATTERN
 from dashboard.models import AgentToken, hash_token
 from tests.hardening.conftest import errors_in
 

@@ -8,8 +8,8 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import AsyncClient
 
-from dashboard.consumers import BoardConsumer
-from dashboard.writer import write
+from dashboard.core.writer import write
+from dashboard.live.consumers import BoardConsumer
 from planmode.models import PermissionRequest
 from planmode.permissions import Answer, permission_decide
 from tests.hooks.conftest import HOOK_URL, load_fixture

@@ -7,7 +7,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.test import AsyncClient, Client
 
-from dashboard import live
+from dashboard.live import publisher as live
 from dashboard.models import Agent, AgentToken, Session
 from tests.hooks.conftest import HOOK_URL, SESSION_ID, SUBAGENT_ID, load_fixture
 from todos.models import TodoRevision

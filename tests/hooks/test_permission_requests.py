@@ -9,10 +9,10 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
+from dashboard.core.writer import write
+from dashboard.live.watch import watch_for
 from dashboard.models import Agent, Session
-from dashboard.watch import watch_for
-from dashboard.writer import write
 from planmode.models import PermissionDecision, PermissionRequest, TeamRule, TerminalWait
 from planmode.permissions import Answer, permission_decide
 from tests.hooks.conftest import (

@@ -118,7 +118,7 @@ async def test_a_decision_made_through_the_service_releases_it_too(board, review
     plan = await board.plan_waiting(held)
     assert plan.agent.agent_id == SUBAGENT_ID
 
-    from dashboard.writer import write
+    from dashboard.core.writer import write
     from planmode import services
 
     await write(services.plan_decide, plan_id=plan.pk, reviewer=reviewer, approve=True)

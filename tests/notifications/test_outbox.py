@@ -9,12 +9,12 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.changes import Changes
-from dashboard.idle import sessions_end_idle
+from dashboard.board.idle import sessions_end_idle
+from dashboard.core.changes import Changes
+from dashboard.core.writer import write_sync
 from dashboard.models import Agent, Session
 from dashboard.notifications import outbox
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
-from dashboard.writer import write_sync
 from planmode import services as plan_services
 from planmode.models import PermissionRequest, Plan
 from planmode.permissions import permission_request_open

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from django.test import AsyncClient
 
+from dashboard.core.writer import write
 from dashboard.models import Session
-from dashboard.writer import write
 from planmode.models import PermissionRequest
 from planmode.permissions import Answer, permission_decide
 from tests.hooks.conftest import WAIT, answer

@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
+from dashboard.core.writer import write
+from dashboard.live.watch import watch_for
 from dashboard.models import Session
-from dashboard.watch import watch_for
-from dashboard.writer import write
 from planmode import services
 from planmode.models import Decision, Plan
 from planmode.services import permission_mode_next, plan_state
@@ -134,7 +134,7 @@ def test_behind_a_pooler_prepared_statements_can_be_turned_off(setting, prepared
     script = (
         "import django; django.setup()\n"
         "from django.db import connection\n"
-        "from dashboard.sql import any_row\n"
+        "from dashboard.core.sql import any_row\n"
         "assert any_row('SELECT 1 WHERE %s > 0', [1]) and any_row('SELECT 1 WHERE %s > 0', [1])\n"
         "with connection.cursor() as cursor:\n"
         "    cursor.execute('SELECT count(*) FROM pg_prepared_statements')\n"

@@ -1,5 +1,5 @@
 """A reviewer's clicks on async views (deciding, answering) read who they are once a second at
-most (`dashboard.security`); whatever takes their right to click away still takes effect at
+most (`dashboard.core.security`); whatever takes their right to click away still takes effect at
 once in this process, and within a second when another process made the change."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import AsyncClient
 
-from dashboard.security import SIGNED_IN_SECONDS
+from dashboard.core.security import SIGNED_IN_SECONDS
 from planmode.models import Plan
 
 pytestmark = [

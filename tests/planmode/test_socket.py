@@ -6,13 +6,13 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from dashboard import waiting
-from dashboard.consumers import BoardConsumer
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
+from dashboard.core.writer import write, write_sync
+from dashboard.live import waiting
+from dashboard.live.consumers import BoardConsumer
+from dashboard.live.waiting import wait_for_decision
+from dashboard.live.watch import watch_for
 from dashboard.routing import websocket_application
-from dashboard.waiting import wait_for_decision
-from dashboard.watch import watch_for
-from dashboard.writer import write, write_sync
 from planmode.models import Plan
 from planmode.services import plan_decide, plan_submit
 

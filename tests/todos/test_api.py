@@ -6,9 +6,9 @@ import time
 import pytest
 from django.utils import timezone
 
-from dashboard import services
+from dashboard.core import services
+from dashboard.core.services import TOKEN_CACHE_SECONDS, Session
 from dashboard.models import AgentToken
-from dashboard.services import TOKEN_CACHE_SECONDS, Session
 from tests.conftest import AgentApi, todo, write_todos
 from todos.models import Todo, TodoRevision
 

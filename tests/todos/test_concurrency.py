@@ -12,7 +12,7 @@ from django.db import connections
 from dashboard.models import Agent, Session
 from tests.conftest import todo, write_todos
 from todos.models import TodoRevision
-from todos.services import current_todos
+from todos.selectors import current_todos
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

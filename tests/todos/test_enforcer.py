@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from dashboard import live
+from dashboard.core.writer import write as commit
+from dashboard.live import publisher as live
 from dashboard.models import Agent, Session
-from dashboard.writer import write as commit
 from tests.domain import enforcer
 from todos import enforcer as enforcer_module
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoRevision

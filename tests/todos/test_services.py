@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.errors import ServiceError
+from dashboard.core.errors import ServiceError
 from dashboard.models import Agent, Session
 from tests.conftest import todo, write_todos
 from todos.models import TodoRevision

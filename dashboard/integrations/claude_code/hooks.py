@@ -22,10 +22,28 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
-from dashboard.changes import Changes, Outcome
-from dashboard.client.decision import permission_decision, tool_permission_decision
-from dashboard.edge import load_json
-from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
+from dashboard.core.changes import Changes, Outcome
+from dashboard.core.edge import load_json
+from dashboard.core.errors import (
+    ServiceError,
+    first_error_sentence,
+    pydantic_detail,
+    unauthenticated,
+)
+from dashboard.core.loops import keep
+from dashboard.core.services import (
+    ResolvedAgent,
+    agent_resolve_for_update,
+    agent_touch,
+    known_agent_pk,
+    session_describe,
+    token_owner,
+)
+from dashboard.core.writer import write
+from dashboard.integrations.claude_code.decision import (
+    permission_decision,
+    tool_permission_decision,
+)
 from dashboard.integrations.claude_code.schemas import (
     ExitPlanModeToolInput,
     HookEvent,
@@ -38,19 +56,9 @@ from dashboard.integrations.claude_code.schemas import (
     TodoWriteToolInput,
     ToolHookInput,
 )
-from dashboard.loops import keep
+from dashboard.live.waiting import stop_hook_answer, wait_for_decision
+from dashboard.live.watch import PERMISSION
 from dashboard.models import Agent, PermissionMode
-from dashboard.services import (
-    ResolvedAgent,
-    agent_resolve_for_update,
-    agent_touch,
-    known_agent_pk,
-    session_describe,
-    token_owner,
-)
-from dashboard.waiting import stop_hook_answer, wait_for_decision
-from dashboard.watch import PERMISSION
-from dashboard.writer import write
 from planmode.models import Plan, PlanStatus
 from planmode.permissions import (
     agent_moved_on,

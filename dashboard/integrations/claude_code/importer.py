@@ -22,17 +22,18 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max
 from pydantic import ValidationError
 
-from dashboard import live
-from dashboard.edge import column_length, text_problem
-from dashboard.errors import ServiceError
+from dashboard.core.edge import column_length, text_problem
+from dashboard.core.errors import ServiceError
+from dashboard.core.services import session_describe
 from dashboard.integrations.claude_code.schemas import ExitPlanModeToolInput, TodoWriteToolInput
+from dashboard.live import publisher
 from dashboard.models import Agent, Client, Session
-from dashboard.services import session_describe
 from planmode.models import Plan
 from planmode.services import plan_decide, plan_submit
 from todos.models import TodoRevision
 from todos.schemas import TodoItem
-from todos.services import current_todos, todo_list_replace
+from todos.selectors import current_todos
+from todos.services import todo_list_replace
 
 KNOWN_RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot"})
 LEGACY_TODO_FILE = re.compile(r"^(?P<session>.+?)-agent-(?P<agent>.+)\.json$")
@@ -236,7 +237,7 @@ class ClaudeImporter:
         except ServiceError as error:
             self._refuse("refused", f"{session_id}/{agent_id}: {error.message}")
             return
-        live.publish(written.changes, loop=None)
+        publisher.publish(written.changes, loop=None)
         self.counts["todo_writes"] += 1
 
     # --- plans ---------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ class ClaudeImporter:
         except ServiceError as error:
             self._refuse("refused", f"{pending.session_id}/{pending.agent_id}: {error.message}")
             return
-        live.publish(submitted.changes.merge(decided.changes), loop=None)
+        publisher.publish(submitted.changes.merge(decided.changes), loop=None)
         self.counts["plans"] += 1
 
     # --- legacy todo files ---------------------------------------------------------------------

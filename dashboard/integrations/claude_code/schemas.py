@@ -8,19 +8,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from dashboard.edge import AgentType, Cwd, column_length, storable_tree, text_type
+from dashboard.core.edge import (
+    AgentType,
+    Cwd,
+    ToolUseId,
+    column_length,
+    storable_tree,
+    text_type,
+)
 from dashboard.models import Client, Session
-from planmode.models import PermissionRequest, Plan
+from planmode.models import PermissionRequest
 from planmode.schemas import PlanFilePath
-from todos.models import TodoRevision
 from todos.schemas import ActiveForm, Content, TodoId, TodoList
 
-# Stored as the idempotency key of the write or plan it made, and as a step's key.
-ToolUseId = text_type(
-    max_length=min(
-        column_length(TodoRevision, "idempotency_key"), column_length(Plan, "idempotency_key")
-    )
-)
 # Claude Code may report a task without a subject; the handler then adds no item.
 TaskSubject = text_type()
 PlanText = text_type(blank="must not be empty")

@@ -21,7 +21,8 @@ from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
-from dashboard.changes import Changes, Outcome
+from dashboard.core.changes import Changes, Outcome
+from dashboard.core.writer import write
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
 from dashboard.integrations.codex.schemas import (
@@ -31,14 +32,13 @@ from dashboard.integrations.codex.schemas import (
     CodexToolInput,
     UpdatePlanToolInput,
 )
+from dashboard.live.waiting import stop_hook_answer
 from dashboard.models import Agent
-from dashboard.waiting import stop_hook_answer
-from dashboard.writer import write
 from planmode.models import PermissionRequest, RequestStatus
 from planmode.permissions import model_message, permission_expire
 from todos import enforcer
 from todos.models import EnforcerEvent
-from todos.services import current_todos
+from todos.selectors import current_todos
 
 Output = dict[str, Any]
 

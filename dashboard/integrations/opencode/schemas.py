@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from dashboard.edge import Cwd, column_length, storable_tree, text_type
+from dashboard.core.edge import Cwd, column_length, storable_tree, text_type
 from dashboard.models import Session
 from todos.schemas import TodoList
 

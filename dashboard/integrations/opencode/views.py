@@ -20,7 +20,14 @@ from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
-from dashboard.changes import Changes, Outcome
+from dashboard.core.changes import Changes, Outcome
+from dashboard.core.services import (
+    ResolvedAgent,
+    agent_resolve_for_update,
+    agent_touch,
+    session_describe,
+)
+from dashboard.core.writer import write
 from dashboard.integrations.claude_code.hooks import (
     agent_endpoint,
     held,
@@ -41,19 +48,13 @@ from dashboard.integrations.opencode.schemas import (
     SessionEvent,
     TodoEvent,
 )
+from dashboard.live.waiting import stop_hook_answer
 from dashboard.models import Agent, Client
-from dashboard.services import (
-    ResolvedAgent,
-    agent_resolve_for_update,
-    agent_touch,
-    session_describe,
-)
-from dashboard.waiting import stop_hook_answer
-from dashboard.writer import write
 from planmode.permissions import permission_expire, permission_request_open, permission_state
 from todos import enforcer
 from todos.models import TodoRevision
-from todos.services import check_strict_policy, current_todos, todo_list_store
+from todos.selectors import current_todos
+from todos.services import check_strict_policy, todo_list_store
 
 # opencode's titles before it has named a session; the board waits for the real one.
 PLACEHOLDER_TITLE = re.compile(r"^(New|Child) session - ")

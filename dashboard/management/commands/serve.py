@@ -40,9 +40,10 @@ class Command(BaseCommand):
         from daphne.cli import CommandLineInterface
         from daphne.endpoints import build_endpoint_description_strings
 
-        from dashboard import live, reader
+        from dashboard.core import reader
+        from dashboard.core.writer import writer
+        from dashboard.live import publisher
         from dashboard.server import AgentboardServer
-        from dashboard.writer import writer
 
         class Daphne(CommandLineInterface):
             server_class = AgentboardServer
@@ -61,7 +62,7 @@ class Command(BaseCommand):
         finally:
             # Everything answered has been committed; finish anything queued after it.
             writer.stop()
-            live.close_connection()
+            publisher.close_connection()
             reader.close_connection()
         self.stdout.write("Agentboard stopped.")
 

@@ -1,11 +1,12 @@
 """Agents waiting on a person: a plan's or a permission request's decision, or the end of a
 continuation countdown.
 
-A click handled by any server process wakes them: decision waiters through `dashboard.watch` (which
-also re-reads the database when a push was lost), countdowns through their channel layer group.
+A click handled by any server process wakes them: decision waiters through
+`dashboard.live.watch` (which also re-reads the database when a push was lost), countdowns
+through their channel layer group.
 Each subscribes before it reads the database: a change committed in between is then either in
 what it reads or on its way, never lost. Waiting holds no database connection: the few reads
-run on the reading thread (`dashboard.reader`). A graceful stop lets every waiter go at once.
+run on the reading thread (`dashboard.core.reader`). A graceful stop lets every waiter go at once.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard import live, reader
-from dashboard.watch import PERMISSION, PLAN, watch_for
-from dashboard.writer import write
+from dashboard.core import reader
+from dashboard.core.writer import write
+from dashboard.live import publisher
+from dashboard.live.watch import PERMISSION, PLAN, watch_for
 from planmode.models import PermissionRequest, Plan
 from planmode.permissions import permission_state
 from planmode.services import plan_expire_unless_watched, plan_state
@@ -81,7 +83,7 @@ async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> No
     the server is stopping."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
-    group = live.continuation_group(continuation_pk)
+    group = publisher.continuation_group(continuation_pk)
     await layer.group_add(group, channel)
     stopping = watch_for().stopping
     try:

@@ -30,7 +30,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
-from dashboard import reader
+from dashboard.core import reader
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -328,7 +328,7 @@ class Authentication(AuthenticationMiddleware):
     Django's `request.auser()` reads the session, then the user, each in a thread of the
     request's own that connects to the database first; `ahas_perm()` reads the permissions
     the same way. Here all of it is one call on the reading thread's open connection
-    (`dashboard.reader`), and the permissions stay on the user. Sync views keep Django's lazy
+    (`dashboard.core.reader`), and the permissions stay on the user. Sync views keep Django's lazy
     `request.user`. Setting the two attributes touches nothing, so under async views it runs
     on the event loop.
     """

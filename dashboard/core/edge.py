@@ -16,8 +16,8 @@ from typing import Annotated, Any
 from django.db import models
 from pydantic import BeforeValidator, Field, PlainValidator, StrictInt, StrictStr, WithJsonSchema
 
-from dashboard.errors import ServiceError
-from dashboard.models import Agent, Session
+from dashboard.core.errors import ServiceError
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
 
 # Deeper than any real payload; far below where Python's recursion limit would be reached.
 MAX_JSON_DEPTH = 64
@@ -206,3 +206,5 @@ Pk = Annotated[StrictInt, Field(ge=1, le=MAX_INTEGER)]
 # Who reports: the same limits wherever an agent names its type or its working directory.
 AgentType = text_type(max_length=column_length(Agent, "agent_type"))
 Cwd = text_type(max_length=column_length(Session, "cwd"))
+# Stored as the idempotency key of the write or plan it made, and as a step's key.
+ToolUseId = text_type(max_length=IDEMPOTENCY_KEY_LENGTH)

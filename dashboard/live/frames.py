@@ -6,8 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 
-from dashboard.edge import AgentType, Cwd, Pk
-from dashboard.integrations.claude_code.schemas import ToolUseId
+from dashboard.core.edge import AgentType, Cwd, Pk, ToolUseId
 from planmode.schemas import PlanFilePath, PlanMarkdown
 from todos.schemas import TodoList
 

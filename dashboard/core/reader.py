@@ -7,7 +7,8 @@ reads themselves. Here they queue, in arrival order, for one thread whose connec
 open. A database error drops the connection; the next read opens a fresh one (a restarted
 PostgreSQL, say).
 
-Renders have their own thread (`dashboard.live`), so a read never waits behind a board render.
+Renders have their own thread (`dashboard.live.publisher`), so a read never waits behind a
+board render.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from dashboard.changes import Changes
-from dashboard.edge import column_length
-from dashboard.errors import ServiceError
+from dashboard.core.changes import Changes
+from dashboard.core.edge import column_length
+from dashboard.core.errors import ServiceError
+from dashboard.core.sql import PreparedQuery
 from dashboard.models import Agent, AgentToken, Client, Session, hash_token
-from dashboard.sql import PreparedQuery
 
 M = TypeVar("M", bound=models.Model)
 

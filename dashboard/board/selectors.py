@@ -10,8 +10,8 @@ from datetime import datetime
 
 from django.utils.text import Truncator
 
+from dashboard.core.sql import PreparedQuery, rows_in
 from dashboard.models import Agent, Session
-from dashboard.sql import PreparedQuery, rows_in
 from planmode.models import Plan, PlanStatus
 from planmode.selectors import pending_by_session, sessions_with_pending_plans
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus

@@ -1,5 +1,5 @@
 """The agent HTTP API (`/api/v1/`): bearer-token auth, one error shape, OpenAPI at
-/openapi.json (read as a page at /docs, `dashboard.api_docs`)."""
+/openapi.json (read as a page at /docs, `dashboard.web.api_docs`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,14 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 
-from dashboard.edge import load_json
-from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail, unauthenticated
-from dashboard.services import token_owner
+from dashboard.core.edge import load_json
+from dashboard.core.errors import (
+    ServiceError,
+    first_error_sentence,
+    pydantic_detail,
+    unauthenticated,
+)
+from dashboard.core.services import token_owner
 
 
 class BearerToken(HttpBearer):
@@ -42,7 +47,7 @@ api = NinjaAPI(
     ),
     auth=BearerToken(),
     urls_namespace="api",
-    # The reference page is the dashboard's own (dashboard.api_docs), in its layout.
+    # The reference page is the dashboard's own (dashboard.web.api_docs), in its layout.
     docs_url=None,
     parser=EdgeParser(),
 )

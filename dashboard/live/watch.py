@@ -35,8 +35,8 @@ from typing import Any
 
 from django.conf import settings
 
-from dashboard.changes import Changes
-from dashboard.loops import PerLoop, keep
+from dashboard.core.changes import Changes
+from dashboard.core.loops import PerLoop, keep
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ class Watch:
             await self._resync()
 
     async def _resync(self) -> None:
-        from dashboard.reader import read
+        from dashboard.core.reader import read
 
         if not self.waiting:
             return

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -14,11 +16,10 @@ from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from dashboard import selectors
+from dashboard.board import selectors
+from dashboard.core.security import login_required
+from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Session
-from dashboard.notifications.views import settings_context as notification_settings
-from dashboard.security import login_required
-from dashboard.writer import write
 from todos import enforcer
 from todos.models import Continuation
 
@@ -119,9 +120,15 @@ async def session_enforcer(request: HttpRequest, session_id: str) -> HttpRespons
 
 TOKEN_LABEL_LENGTH = AgentToken._meta.get_field("label").max_length
 
+# The capability apps' parts of the settings page: each gives the context of its own section
+# of the template for a user, and is registered when its app is ready (these pages import none
+# of them).
+SettingsSection = Callable[[AbstractBaseUser], dict[str, Any]]
+SETTINGS_SECTIONS: list[SettingsSection] = []
+
 
 def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
-    context = {
+    context: dict[str, Any] = {
         "tokens": AgentToken.objects.filter(owner=request.user).order_by(
             "revoked_at", "-created_at"
         ),
@@ -129,9 +136,10 @@ def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
         "hook_wait": _duration(timedelta(seconds=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)),
         "enforcer_enabled": settings.AGENTBOARD_ENFORCER_ENABLED,
         "countdown": settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
-        **notification_settings(request.user),
-        **extra,
     }
+    for section in SETTINGS_SECTIONS:
+        context.update(section(request.user))
+    context.update(extra)
     return render(request, "dashboard/settings.html", context)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
-from dashboard.loops import PerLoop, keep, listen
+from dashboard.core.loops import PerLoop, keep, listen
 
 logger = logging.getLogger(__name__)
 

@@ -27,13 +27,18 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connection, transaction
 
-from dashboard.changes import Changes
-from dashboard.errors import ServiceError
-from dashboard.notifications import outbox
+from dashboard.core.changes import Changes
+from dashboard.core.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# What a write's changes set going besides the write itself. The floors above register these
+# when their apps are ready (this floor knows nothing of them): the notifications' outbox rows,
+# written inside the write's own transaction so they commit with it; and the live publisher,
+# told after the commit on the event loop of the request that waits (None outside any loop).
+WithinWrite = Callable[[Changes], None]
+AfterCommit = Callable[..., None]  # (changes, *, loop)
 MAX_BATCH = 200
 # Writers of two processes can each hold a row the other waits for (each takes the rows of
 # its batch's agents in its own arrival order): PostgreSQL then ends one of the two writes (after
@@ -82,6 +87,8 @@ class Writer:
         self._queue: queue.SimpleQueue[_Job | threading.Event | _Stop] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.within_write: list[WithinWrite] = []
+        self.after_commit: list[AfterCommit] = []
 
     def _ensure_running(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -176,8 +183,9 @@ class Writer:
                         # write alone needs none (if it fails, nothing is committed).
                         with transaction.atomic(savepoint=len(jobs) > 1):
                             result = job.func(**job.kwargs)
-                            # Its notifications commit with it (nothing to do: no query).
-                            outbox.enqueue(changes_of(result))
+                            changes = changes_of(result)
+                            for listener in self.within_write:
+                                listener(changes)
                             outcomes.append((job, result, None))
                     except Exception as error:
                         if _lost_a_lock_conflict(error):
@@ -200,8 +208,6 @@ class Writer:
 
     def _answer(self, outcomes: list[_Outcome]) -> None:
         """After the commit: answer each request, and hand what changed to the publisher."""
-        from dashboard import live
-
         for job, result, error in outcomes:
             if error is not None:
                 if not isinstance(error, ServiceError):
@@ -210,7 +216,8 @@ class Writer:
                 continue
             changes = changes_of(result)
             if changes:
-                live.publish(changes, loop=job.loop)
+                for listener in self.after_commit:
+                    listener(changes, loop=job.loop)
             job.future.set_result(result)
 
 

@@ -1,7 +1,7 @@
 """The publisher: every event the browser and agent sockets receive, and the one place that sends.
 
 The writer hands it the `Changes` of each committed write. Agents waiting on a decision (agent
-sockets, held hooks) are woken at once, in this process and the others (`dashboard.watch`);
+sockets, held hooks) are woken at once, in this process and the others (`dashboard.live.watch`);
 held Stop hooks through the channel layer. What browsers show is rendered off the request path,
 in one render thread, coalesced: each agent's card, and each session's header and overview row,
 is rendered at most once per frame (`AGENTBOARD_LIVE_FRAME_MS`) however many writes touched it,
@@ -9,7 +9,7 @@ the first change of a quiet period at once and the last state always; the plan l
 New history lines go out with the next flush. Flushes are at least `FLUSH_GAP` apart, so a busy
 board gets what changed in one message rather than a message per write; each group gets one
 message per flush, rendered once for all its browsers, and reaches each process once: the
-process hands it to its own board sockets (`dashboard.boards`).
+process hands it to its own board sockets (`dashboard.live.boards`).
 
 What browsers show crosses the channel layer, so one process or many behave alike. The channel
 layer may drop a message: clients resync from the database when they (re)connect.
@@ -30,9 +30,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from dashboard.changes import Changes
-from dashboard.loops import PerLoop, keep
-from dashboard.watch import announce
+from dashboard.core.changes import Changes
+from dashboard.core.loops import PerLoop, keep
+from dashboard.live.watch import announce
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,7 +87,7 @@ def continuation_group(continuation_pk: int) -> str:
 
 class BoardFragment(TypedDict):
     """htmx out-of-band fragments for the board sockets of a group to forward as they are
-    (`dashboard.boards`)."""
+    (`dashboard.live.boards`)."""
 
     type: Literal["board.fragment"]
     group: str
@@ -415,7 +415,7 @@ def fragment(group: str, html: str) -> BoardFragment:
 def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
     """Every fragment `due` needs, rendered once, as one message per group; with `watched`,
     only what those groups show (plus review pages, which are always rendered)."""
-    from dashboard import selectors
+    from dashboard.board import selectors
     from planmode import fragments
     from planmode.selectors import plans_by_pk
 

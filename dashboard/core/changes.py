@@ -1,9 +1,9 @@
 """What a write changed, as domain services report it to the layer above them.
 
 Services in `todos` and `planmode` validate, store and return a `Changes`; they never render or
-publish. The writer (`dashboard.writer`) hands the changes of each committed write to the
-publisher (`dashboard.live`), which wakes waiting agents at once and re-renders what browsers
-show, coalesced per short frame.
+publish. The writer (`dashboard.core.writer`) hands the changes of each committed write to the
+publisher (`dashboard.live.publisher`), which wakes waiting agents at once and re-renders
+what browsers show, coalesced per short frame.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.changes import Changes, Outcome
+from dashboard.core.changes import Changes, Outcome
 from dashboard.models import Session
 from planmode.models import PlanStatus
 from todos.models import Continuation
@@ -68,7 +68,7 @@ def sweep_interval() -> float:
 async def end_idle_sessions_forever() -> None:
     """The server's sweep: once soon after start (sessions that went quiet while it was
     down), then every `sweep_interval()` seconds."""
-    from dashboard.writer import write
+    from dashboard.core.writer import write
 
     await asyncio.sleep(SHORTEST_SWEEP_INTERVAL)
     while True:

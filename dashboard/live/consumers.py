@@ -16,12 +16,17 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from pydantic import ValidationError
 
-from dashboard import live, reader, selectors
-from dashboard.boards import WIRE, Wire, boards_for, write_text
-from dashboard.changes import Outcome
-from dashboard.edge import load_json
-from dashboard.errors import ServiceError, first_error_sentence, pydantic_detail
-from dashboard.frames import (
+from dashboard.board import selectors
+from dashboard.core import reader
+from dashboard.core.changes import Outcome
+from dashboard.core.edge import load_json
+from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.core.security import public_url, scope_header, scope_is_secure
+from dashboard.core.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.core.writer import write
+from dashboard.live import publisher
+from dashboard.live.boards import WIRE, Wire, boards_for, write_text
+from dashboard.live.frames import (
     FRAME_ADAPTER,
     FRAME_TYPES,
     ExitPlanModeFrame,
@@ -31,12 +36,9 @@ from dashboard.frames import (
     TodoWriteFrame,
     WatchPlanFrame,
 )
+from dashboard.live.waiting import expire_if_abandoned
+from dashboard.live.watch import Waiter, watch_for
 from dashboard.models import Client, Session, hash_token
-from dashboard.security import public_url, scope_header, scope_is_secure
-from dashboard.services import agent_resolve_for_update, agent_touch, token_owner
-from dashboard.waiting import expire_if_abandoned
-from dashboard.watch import Waiter, watch_for
-from dashboard.writer import write
 from planmode import fragments
 from planmode.models import Plan
 from planmode.permissions import audience_of
@@ -95,23 +97,23 @@ class BoardConsumer(Consumer):
         self.session_pk: int | None = None
         # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
         self.audience = await database_sync_to_async(audience_of)(user)
-        header = live.header_group(self.audience)
+        header = publisher.header_group(self.audience)
         if self.inbox_page:
-            self.live_groups = [live.inbox_group(self.audience), header]
+            self.live_groups = [publisher.inbox_group(self.audience), header]
         elif self.plans_page:
-            self.live_groups = [live.PLANS_GROUP, header]
+            self.live_groups = [publisher.PLANS_GROUP, header]
             if self.plans_page.isdigit():
-                self.live_groups.append(live.plan_review_group(int(self.plans_page)))
+                self.live_groups.append(publisher.plan_review_group(int(self.plans_page)))
         elif session_id:
             self.session_pk = await self._session_pk(session_id)
             if self.session_pk is None:
                 await self.accept()
                 await self.close(code=CLOSE_NOT_FOUND)
                 return
-            self.live_groups = [live.session_group(self.session_pk), header]
+            self.live_groups = [publisher.session_group(self.session_pk), header]
         else:
-            self.live_groups = [live.OVERVIEW_GROUP, header]
-        # Fragments reach it through the process's own channel (`dashboard.boards`).
+            self.live_groups = [publisher.OVERVIEW_GROUP, header]
+        # Fragments reach it through the process's own channel (`dashboard.live.boards`).
         boards = boards_for()
         await boards.join(self, self.live_groups)
         await self.accept()
@@ -127,9 +129,9 @@ class BoardConsumer(Consumer):
 
     @database_sync_to_async
     def _snapshot(self) -> str:
-        parts = [live.render_plans_waiting(self.audience)]
+        parts = [publisher.render_plans_waiting(self.audience)]
         if self.inbox_page:
-            parts.append(live.render_inbox(self.audience))
+            parts.append(publisher.render_inbox(self.audience))
         elif self.plans_page:
             if self.plans_page.isdigit():
                 parts.append(fragments.review_snapshot(int(self.plans_page)))
@@ -177,7 +179,7 @@ class AgentConsumer(Consumer):
     async def connect(self) -> None:
         self.token = _bearer_token(self.scope)
         self.user = await token_owner(self.token)
-        # The plans this socket waits on, each with its waiter in `dashboard.watch`.
+        # The plans this socket waits on, each with its waiter in `dashboard.live.watch`.
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
@@ -188,7 +190,7 @@ class AgentConsumer(Consumer):
         if self.user is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        self.token_group = live.token_group(hash_token(self.token or ""))
+        self.token_group = publisher.token_group(hash_token(self.token or ""))
         await self.channel_layer.group_add(self.token_group, self.channel_name)
 
     async def token_revoked(self, event: dict[str, Any]) -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dashboard", "todos", "planmode")
 # The `lint-imports` command, run by the interpreter running the tests.
-LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command as run; sys.exit(run())"
+LINT_IMPORTS = (
+    "import sys; from importlinter.cli import lint_imports_command as run; sys.exit(run())"
+)
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

@@ -311,7 +311,7 @@ def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
     # Another user's agent reads as an unknown one: no answer tells which sessions exist.
     if agent is None or agent.session.owner_id != owner.pk:
         return {"revision": 0, "todos": [], "progress": progress_of([]).model_dump()}
-    items = current_todos(agent)
+    items = current_todos(agent) or completed_list_of([agent]).get(agent.pk, [])
     return {
         "revision": agent.todo_revision,
         "todos": items,
@@ -326,8 +326,23 @@ _SESSION_TODOS = """
 """
 
 
+def completed_list_of(agents: Iterable[Agent]) -> dict[int, list[dict[str, str]]]:
+    """The list each of these agents completed whole, by agent pk, for those whose last write
+    completed every item. Such a list is not kept as the current one (the agent starts its next
+    list afresh, as Claude Code does), but a read reports it as the board does: all done.
+    One query, and none when no agent finished a list."""
+    finished = {agent.pk: agent.todo_revision for agent in agents if agent.cleared_total > 0}
+    if not finished:
+        return {}
+    revisions = TodoRevision.objects.filter(
+        agent_id__in=finished, number__in=set(finished.values())
+    ).values_list("agent_id", "number", "new_todos")
+    return {pk: items for pk, number, items in revisions if finished[pk] == number}
+
+
 def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
-    """A session of this owner with every agent's current list and progress, in two queries.
+    """A session of this owner with every agent's current list and progress, in two queries
+    (three when an agent completed its whole list).
     Unknown, or another user's, is the same 404."""
     session = Session.objects.filter(session_id=session_id, owner=owner).first()
     if session is None:
@@ -342,6 +357,8 @@ def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
         cursor.execute(_SESSION_TODOS, [session.pk])
         for agent_pk, *row in cursor.fetchall():
             todos[agent_pk].append(todo_wire(*row))
+    for agent_pk, items in completed_list_of(agents).items():
+        todos[agent_pk] = todos[agent_pk] or items
     return {
         "session_id": session.session_id,
         "project": session.project,

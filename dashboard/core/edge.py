@@ -1,11 +1,12 @@
 """The edge every agent input crosses: HTTP API bodies, hook input and socket frames.
 
-Two checks make any JSON safe to validate: it parses, and it is not nested so deep that
-walking it (here, in pydantic, in `json` itself) exhausts the stack. Then each field is
-validated with the text types below, so that what reaches the database can be stored there:
-PostgreSQL refuses NUL characters and strings longer than their column, and no database can
-store a lone UTF-16 surrogate such as "\\ud800", which JSON can express. SQLite would store
-the first two silently; refusing them here gives one answer whatever the database.
+Three checks make any JSON safe to validate: it parses as standard JSON (Python's reader also
+takes `NaN`, `Infinity` and `-Infinity`, which no database's JSON column stores), and it is
+not nested so deep that walking it (here, in pydantic, in `json` itself) exhausts the stack.
+Then each field is validated with the text types below, so that what reaches the database can
+be stored there: PostgreSQL refuses NUL characters and strings longer than their column, and no
+database can store a lone UTF-16 surrogate such as "\\ud800", which JSON can express. SQLite
+would store the first two silently; refusing them here gives one answer whatever the database.
 """
 
 from __future__ import annotations
@@ -38,15 +39,73 @@ Json = Any
 Path = list[str | int]
 
 
+class NonFiniteNumber(ValueError):
+    """Standard JSON has no NaN or infinite numbers; Python's reader takes them all the same."""
+
+    def __init__(self, constant: str, path: Path) -> None:
+        super().__init__(f"{constant} is not a JSON number")
+        self.constant = constant
+        self.path = path
+
+
+class _NonFinite:
+    """Stands where the reader met NaN, Infinity or -Infinity, until its place is found."""
+
+    def __init__(self, constant: str) -> None:
+        self.constant = constant
+
+
+# One decoder for every call (json.loads with an argument builds a new one each time).
+_DECODER = json.JSONDecoder(parse_constant=_NonFinite)
+
+
+def strict_loads(raw: bytes | str) -> Json:
+    """`json.loads`, refusing what standard JSON does not have: NaN, Infinity, -Infinity
+    (NonFiniteNumber, a ValueError, with where the first one is)."""
+    text = raw.decode(json.detect_encoding(raw), "surrogatepass") if isinstance(raw, bytes) else raw
+    value = _DECODER.decode(text)
+    # Only then is the tree walked, and only when such a word is in the text at all.
+    if any(word in text for word in ("NaN", "Infinity")):
+        found = _path_to_non_finite(value)
+        if found is not None:
+            raise NonFiniteNumber(*found)
+    return value
+
+
+def _path_to_non_finite(value: Json) -> tuple[str, Path] | None:
+    stack: list[tuple[Json, Path]] = [(value, [])]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _NonFinite):
+            return node.constant, path
+        if isinstance(node, dict):
+            stack.extend((child, [*path, key]) for key, child in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((node[index], [*path, index]) for index in reversed(range(len(node))))
+    return None
+
+
 def load_json(raw: bytes | str, *, what: str) -> Json:
-    """`raw` parsed; a 400 for text that is not JSON, a 422 for JSON nested too deep.
+    """`raw` parsed; a 400 for text that is not JSON, a 422 for JSON nested too deep or
+    holding a number JSON does not have (NaN, Infinity).
 
     `what` names the input in the sentence ("hook input", "request body", "frame").
     """
     try:
-        value = json.loads(raw)
+        value = strict_loads(raw)
     except RecursionError:
         raise too_deep(what, []) from None
+    except NonFiniteNumber as error:
+        shown = ".".join(str(part) for part in error.path)
+        where = f" at {shown}" if shown else ""
+        raise ServiceError(
+            "non_finite_number",
+            f"The {what} holds {error.constant}{where}, which is not a JSON number; "
+            "send a finite number or null.",
+            detail=[
+                {"loc": ["body", *error.path], "msg": f"{error.constant} is not a JSON number"}
+            ],
+        ) from None
     except ValueError:
         raise ServiceError("malformed_json", f"The {what} is not valid JSON.", status=400) from None
     path = too_deep_at(value)

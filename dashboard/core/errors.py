@@ -34,6 +34,15 @@ def unauthenticated() -> ServiceError:
     )
 
 
+def internal_error() -> ServiceError:
+    """The answer to a request that failed on the server's side (the error is logged)."""
+    return ServiceError(
+        "internal_error",
+        "The server failed to handle this request and logged why; send it again later.",
+        status=500,
+    )
+
+
 def pydantic_detail(errors: list[Any]) -> list[dict[str, Any]]:
     """Pydantic errors reduced to the documented `{"loc", "msg"}` pairs."""
     return [

@@ -6,7 +6,6 @@ add their own. A target gets only what its owner may see. Devices are each user'
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import timedelta
 from typing import Annotated, Any
@@ -14,6 +13,7 @@ from typing import Annotated, Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -22,7 +22,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, Field, ValidationError
 
-from dashboard.core.edge import text_type
+from dashboard.core.edge import strict_loads, text_type
 from dashboard.core.security import login_required
 from dashboard.notifications.messages import cut
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
@@ -205,23 +205,32 @@ def _problem(message: str, status: int) -> JsonResponse:
 def device_add(request: HttpRequest) -> JsonResponse:
     """A browser's push subscription (JSON, as PushSubscription.toJSON() gives it)."""
     try:
-        form = DeviceForm.model_validate(json.loads(request.body or b"null"))
+        form = DeviceForm.model_validate(strict_loads(request.body or b"null"))
         check_form(form.endpoint)
     except ValueError as error:
         # ValidationError and UnsafeURL are both ValueErrors; JSON errors too.
         text = str(error) if isinstance(error, UnsafeURL) else "Send the subscription as JSON."
         return _problem(text, 422)
     name = form.name.strip() or "This device"
-    device, _ = PushDevice.objects.update_or_create(
-        endpoint=form.endpoint,
-        defaults={
-            "user": request.user,
-            "name": name,
-            "p256dh": form.keys.p256dh,
-            "auth": form.keys.auth,
-            "base_url": _base_url(request),
-        },
-    )
+    try:
+        # Only the user's own device is updated: a subscription another account registered
+        # stays that account's (the endpoint is unique, so creating it again is refused).
+        device, _ = PushDevice.objects.update_or_create(
+            endpoint=form.endpoint,
+            user=request.user,
+            defaults={
+                "name": name,
+                "p256dh": form.keys.p256dh,
+                "auth": form.keys.auth,
+                "base_url": _base_url(request),
+            },
+        )
+    except IntegrityError:
+        return _problem(
+            "This browser already gets notifications for another account; sign in as that "
+            "account and remove it under Settings first.",
+            409,
+        )
     return JsonResponse({"id": device.pk, "name": device.name}, status=201)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -16,10 +17,13 @@ from dashboard.core.edge import load_json
 from dashboard.core.errors import (
     ServiceError,
     first_error_sentence,
+    internal_error,
     pydantic_detail,
     unauthenticated,
 )
 from dashboard.core.services import token_owner
+
+logger = logging.getLogger(__name__)
 
 
 class BearerToken(HttpBearer):
@@ -105,6 +109,13 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
             status=413,
         ),
     )
+
+
+@api.exception_handler(Exception)
+def on_unexpected_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # An agent reads JSON, never Django's error page; the traceback goes to the log.
+    logger.error("an API request failed: %s", request.path, exc_info=exc)
+    return error_response(request, internal_error())
 
 
 @api.exception_handler(HttpError)

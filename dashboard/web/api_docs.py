@@ -129,4 +129,4 @@ def reference() -> tuple[dict[str, Any], list[Operation], list[Model]]:
 def api_docs(request: HttpRequest) -> HttpResponse:
     info, operations, models = reference()
     context = {"info": info, "operations": operations, "models": models}
-    return render(request, "dashboard/web/api_docs.html", context)
+    return render(request, "dashboard/api_docs.html", context)

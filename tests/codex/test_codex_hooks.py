@@ -76,6 +76,20 @@ def test_each_update_replaces_the_list_and_in_progress_is_read_in_both_spellings
     assert TodoRevision.objects.count() == 2
 
 
+def test_a_plan_codex_completed_reads_back_all_done_over_the_api(hook, agent_api):
+    hook(plan_update(*STEPS, call_id="call_1"))
+    done = [(step, "completed") for step, _ in STEPS]
+    hook(plan_update(*done, call_id="call_2"))
+
+    read = agent_api.get(f"/api/v1/sessions/{SESSION_ID}").json()
+
+    (main,) = read["agents"]
+    assert [(item["content"], item["status"]) for item in main["todos"]] == done
+    assert (read["progress"]["completed"], read["progress"]["total"]) == (3, 3)
+    todos = agent_api.get_todos(SESSION_ID, SESSION_ID).json()
+    assert (todos["progress"]["completed"], todos["progress"]["total"]) == (3, 3)
+
+
 def test_the_same_update_delivered_twice_is_one_revision(hook):
     hook(plan_update(*STEPS, call_id="call_same"))
     hook(plan_update(*STEPS, call_id="call_same"))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -41,13 +41,22 @@ async def stored_state_async() -> tuple:
 
 
 @pytest.fixture
-def server_errors(caplog) -> list[logging.LogRecord]:
-    """ERROR records logged from now on (a traceback of the server is one)."""
+def server_errors(caplog) -> Iterable[logging.LogRecord]:
+    """The records logged while the test runs, read when asked (pytest gives each phase of a
+    test a list of its own, so the setup's list would stay empty)."""
     caplog.set_level(logging.WARNING)
-    return caplog.records
+    return LoggedNow(caplog)
 
 
-def errors_in(records: list[logging.LogRecord]) -> list[str]:
+class LoggedNow:
+    def __init__(self, caplog: pytest.LogCaptureFixture) -> None:
+        self.caplog = caplog
+
+    def __iter__(self) -> Iterator[logging.LogRecord]:
+        return iter(list(self.caplog.records))
+
+
+def errors_in(records: Iterable[logging.LogRecord]) -> list[str]:
     return [record.getMessage() for record in records if record.levelno >= logging.ERROR]
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from dashboard.models import Agent, Session
-from planmode.models import Plan
+from planmode.models import PermissionRequest, Plan
 from tests.conftest import todo
 from tests.hardening.conftest import (
     errors_in,
@@ -475,3 +475,139 @@ def test_a_todo_id_that_is_given_is_read_back_as_written(agent_api, given):
     assert written["new_todos"][0]["id"] == str(given)
     assert read["todos"][0]["id"] == str(given)
     assert again["old_todos"][0]["id"] == str(given)
+
+
+# --- 3. numbers that JSON does not have ----------------------------------------------------------
+
+NAN, INFINITY = float("nan"), float("inf")
+# Python's JSON writer spells them NaN, Infinity and -Infinity, as a careless client would.
+NON_FINITE_HOOKS = {
+    "NaN in a permission request's tool_input": (
+        load_fixture(
+            "permission_request_bash.json", tool_input={"command": "sleep 1", "timeout": NAN}
+        ),
+        "tool_input.timeout",
+        "NaN",
+    ),
+    "Infinity in a permission request's tool_input": (
+        load_fixture("permission_request_web_fetch.json", tool_input={"url": "x", "n": INFINITY}),
+        "tool_input.n",
+        "Infinity",
+    ),
+    "-Infinity deep in a permission suggestion": (
+        load_fixture(
+            "permission_request_bash.json",
+            permission_suggestions=[{"type": "addRules", "rules": [{"weight": -INFINITY}]}],
+        ),
+        "permission_suggestions.0.rules.0.weight",
+        "-Infinity",
+    ),
+    "NaN in a TodoWrite item": (
+        todowrite({"content": "Run tests", "status": "pending", "priority": NAN}),
+        "tool_input.todos.0.priority",
+        "NaN",
+    ),
+    "NaN in a tool step's response": (
+        load_fixture(
+            "post_tool_use_todowrite.json",
+            tool_name="Bash",
+            tool_input={"command": "ls"},
+            tool_response={"exit": NAN},
+        ),
+        "tool_response.exit",
+        "NaN",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", NON_FINITE_HOOKS)
+def test_a_hook_with_a_number_json_does_not_have_is_refused_naming_where(
+    hook, board, server_errors, name
+):
+    payload, where, constant = NON_FINITE_HOOKS[name]
+
+    error = assert_refused(hook(json.dumps(payload)), 422, "non_finite_number")
+
+    assert error["message"] == (
+        f"The hook input holds {constant} at {where}, which is not a JSON number; "
+        "send a finite number or null."
+    )
+    path = [int(part) if part.isdigit() else part for part in where.split(".")]
+    assert error["detail"] == [{"loc": ["body", *path], "msg": f"{constant} is not a JSON number"}]
+    assert stored_state() == board
+    assert not PermissionRequest.objects.exists()
+    assert errors_in(server_errors) == []
+
+
+def test_the_text_nan_is_only_text(hook, board):
+    response = hook(
+        todowrite(todo("NaN and Infinity are not numbers here"), tool_use_id="toolu_nan_text")
+    )
+
+    assert response.status_code == 200
+    assert Todo.objects.filter(content="NaN and Infinity are not numbers here").exists()
+
+
+def test_the_http_api_refuses_a_number_json_does_not_have(agent_api, board, server_errors):
+    todos = agent_api.put_todos(
+        SESSION, SESSION, json.dumps({"todos": [{"content": "x", "status": "pending", "n": NAN}]})
+    )
+    plan = agent_api.post(PLANS_URL, json.dumps({"plan": "# Plan", "score": -INFINITY}))
+
+    error = assert_refused(todos, 422, "non_finite_number")
+    assert error["message"].startswith("The request body holds NaN at todos.0.n,")
+    assert_refused(plan, 422, "non_finite_number")
+    assert stored_state() == board
+    assert errors_in(server_errors) == []
+
+
+async def test_a_frame_with_a_number_json_does_not_have_is_refused(agent_socket, server_errors):
+    frame = {"type": "todo_write", "id": 7, "session_id": SESSION, "agent_id": SESSION}
+    frame["todos"] = [{"content": "x", "status": "pending", "weight": INFINITY}]
+    before = await stored_state_async()
+
+    reply = await send_frame(agent_socket, json.dumps(frame))
+
+    assert reply["type"] == "error"
+    assert reply["error"]["code"] == "non_finite_number"
+    assert "Infinity at todos.0.weight" in reply["error"]["message"]
+    assert await stored_state_async() == before
+    assert errors_in(server_errors) == []
+
+
+# --- 4. a failure on the server's side still answers JSON -----------------------------------------
+
+
+def test_a_hook_that_fails_on_the_server_answers_json_and_logs_why(
+    hook, board, server_errors, monkeypatch
+):
+    from dashboard.integrations.claude_code import hooks
+
+    def broken(payload):
+        raise RuntimeError("a bug in a handler")
+
+    monkeypatch.setattr(hooks, "_handler_for", broken)
+
+    error = assert_refused(hook(todowrite(todo("x"))), 500, "internal_error")
+
+    assert "logged" in error["message"]
+    assert any("a hook request failed" in message for message in errors_in(server_errors))
+    assert stored_state() == board
+
+
+def test_an_api_request_that_fails_on_the_server_answers_json(
+    agent_api, board, server_errors, monkeypatch
+):
+    from todos import services
+
+    def broken(**kwargs):
+        raise RuntimeError("a bug in a service")
+
+    monkeypatch.setattr(services, "todo_list_replace", broken)
+
+    response = agent_api.put_todos(SESSION, SESSION, {"todos": [todo("x")]})
+
+    assert_refused(response, 500, "internal_error")
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert any("an API request failed" in message for message in errors_in(server_errors))
+    assert stored_state() == board

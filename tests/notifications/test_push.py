@@ -179,6 +179,44 @@ def test_nobody_removes_another_persons_device(client, user, other_user, push_se
     assert PushDevice.objects.exists()
 
 
+def test_a_subscription_another_account_registered_stays_that_accounts(
+    client, user, other_user, push_service
+):
+    device = add_device(other_user, push_service)
+    client.force_login(user)
+    body = {**push_service.subscription(), "name": "Taken over"}
+
+    response = client.post(reverse("device-add"), json.dumps(body), content_type="application/json")
+
+    assert response.status_code == 409
+    assert "another account" in response.json()["detail"]
+    device.refresh_from_db()
+    assert (device.user, device.name) == (other_user, "phone")
+    assert PushDevice.objects.count() == 1
+
+
+def test_registering_the_same_browser_again_updates_its_own_device(client, user, push_service):
+    client.force_login(user)
+    for name in ("Phone", "Dana's phone"):
+        body = {**push_service.subscription(), "name": name}
+        response = client.post(
+            reverse("device-add"), json.dumps(body), content_type="application/json"
+        )
+        assert response.status_code == 201
+    assert [(d.user, d.name) for d in PushDevice.objects.all()] == [(user, "Dana's phone")]
+
+
+def test_a_subscription_with_nan_in_it_is_refused_and_stores_nothing(client, user, push_service):
+    client.force_login(user)
+    subscription = json.dumps(push_service.subscription())
+    body = subscription.replace('"keys"', '"expirationTime": NaN, "keys"')
+
+    response = client.post(reverse("device-add"), body, content_type="application/json")
+
+    assert response.status_code == 422
+    assert not PushDevice.objects.exists()
+
+
 def test_the_service_worker_is_served_at_the_root_and_never_cached_stale(client):
     response = client.get("/sw.js")
     assert response.status_code == 200

@@ -41,6 +41,18 @@ def test_a_session_and_its_list_show_as_an_opencode_session(opencode, agent_api)
     ]
 
 
+def test_a_list_opencode_completed_reads_back_all_done_over_the_api(opencode, agent_api):
+    opencode(todo_event([item("Add the toggle", "in_progress"), item("Test it", "pending")]))
+    opencode(todo_event([item("Add the toggle", "completed"), item("Test it", "completed")]))
+
+    assert todos_of(agent_api, SESSION, SESSION) == [
+        ("Add the toggle", "completed", "medium"),
+        ("Test it", "completed", "medium"),
+    ]
+    read = agent_api.get(f"/api/v1/sessions/{SESSION}").json()
+    assert (read["progress"]["completed"], read["progress"]["total"]) == (2, 2)
+
+
 def test_a_placeholder_title_does_not_name_the_session(opencode):
     opencode(session_event("created", title="New session - 2026-11-23T03:05:36.850Z"))
 

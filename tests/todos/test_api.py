@@ -96,7 +96,8 @@ def test_it_accepts_opencodes_cancelled_items(agent_api):
     assert agent_api.get_todos(SESSION, SESSION).json()["todos"] == items
 
 
-def test_an_all_completed_write_is_reported_but_leaves_an_empty_list(agent_api):
+def test_an_all_completed_list_reads_back_as_all_done_as_the_board_shows_it(agent_api):
+    agent_api.put_todos(SESSION, SESSION, {"todos": [todo("Fix tests", "in_progress")]})
     done = [todo("Fix tests", "completed"), todo("Run build", "completed")]
 
     body = agent_api.put_todos(SESSION, SESSION, {"todos": done}).json()
@@ -104,7 +105,35 @@ def test_an_all_completed_write_is_reported_but_leaves_an_empty_list(agent_api):
     assert body["new_todos"] == done
     assert body["progress"]["completed"] == body["progress"]["total"] == 2
     read = agent_api.get_todos(SESSION, SESSION).json()
-    assert (read["revision"], read["todos"]) == (1, [])
+    assert (read["revision"], read["todos"]) == (2, done)
+    assert (read["progress"]["completed"], read["progress"]["total"]) == (2, 2)
+    session = agent_api.get(f"/api/v1/sessions/{SESSION}").json()
+    (main,) = session["agents"]
+    assert main["todos"] == done
+    assert (main["progress"]["completed"], main["progress"]["total"]) == (2, 2)
+    assert (session["progress"]["completed"], session["progress"]["total"]) == (2, 2)
+
+
+def test_the_next_list_after_a_completed_one_starts_afresh(agent_api):
+    agent_api.put_todos(SESSION, SESSION, {"todos": [todo("Fix tests", "completed")]})
+
+    agent_api.put_todos(SESSION, SESSION, {"todos": [todo("Ship it", "pending")]})
+
+    read = agent_api.get_todos(SESSION, SESSION).json()
+    assert read["todos"] == [todo("Ship it", "pending")]
+    assert (read["progress"]["completed"], read["progress"]["total"]) == (0, 1)
+
+
+def test_reading_a_session_costs_the_same_few_queries_however_many_agents_finished(
+    agent_api, django_assert_max_num_queries
+):
+    for agent in ("a1", "a2", "a3", SESSION):
+        agent_api.put_todos(SESSION, agent, {"todos": [todo(f"Task of {agent}", "completed")]})
+
+    with django_assert_max_num_queries(6):
+        session = agent_api.get(f"/api/v1/sessions/{SESSION}").json()
+
+    assert session["progress"]["completed"] == session["progress"]["total"] == 4
 
 
 def test_a_retry_with_the_same_idempotency_key_returns_the_first_response(agent_api):

@@ -27,6 +27,7 @@ from dashboard.core.edge import load_json
 from dashboard.core.errors import (
     ServiceError,
     first_error_sentence,
+    internal_error,
     pydantic_detail,
     unauthenticated,
 )
@@ -135,6 +136,10 @@ def agent_endpoint(post_only: str) -> Callable[[AgentView], Callable[..., Awaita
                 return await view(request, owner)
             except ServiceError as error:
                 return error_response(error)
+            except Exception:
+                # A hook client reads JSON, never Django's error page.
+                logger.exception("a hook request failed: %s", request.path)
+                return error_response(internal_error())
 
         return endpoint
 

@@ -10,7 +10,6 @@ so a second run (or a write the hooks already reported) imports nothing twice.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max
 from pydantic import ValidationError
 
-from dashboard.core.edge import column_length, text_problem
+from dashboard.core.edge import column_length, strict_loads, text_problem
 from dashboard.core.errors import ServiceError
 from dashboard.core.services import session_describe
 from dashboard.integrations.claude_code.schemas import ExitPlanModeToolInput, TodoWriteToolInput
@@ -142,7 +141,7 @@ class ClaudeImporter:
 
     def _read_record(self, line: bytes, cursor: FileCursor, times: dict[str, SessionTimes]) -> None:
         try:
-            record = json.loads(line)
+            record = strict_loads(line)
         except ValueError:
             self.counts["unreadable"] += 1
             return
@@ -304,7 +303,7 @@ class ClaudeImporter:
                 return
             self.legacy_seen[path] = (stat.st_mtime, stat.st_size)
             raw = path.read_bytes()
-            todos = TodoWriteToolInput.model_validate({"todos": json.loads(raw)}).todos
+            todos = TodoWriteToolInput.model_validate({"todos": strict_loads(raw)}).todos
         except (OSError, ValueError, ValidationError):
             # ValidationError is a ValueError too: an invalid file counts as unreadable, as in
             # Claude Code, where such a file is an empty list.

@@ -11,7 +11,7 @@ a socket waiting for a decision. On SIGTERM or Ctrl+C the server
 3. waits up to AGENTBOARD_STOP_GRACE_SECONDS for the HTTP requests still in flight;
 4. stops the event loop, then finishes the writer's queue and closes its database connection.
 
-A second signal stops at once.
+A second signal stops at once (exit status 128 + the signal's number), whatever still runs.
 
 It also sets two bounds plain daphne leaves open:
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -188,10 +189,11 @@ class AgentboardServer(Server):
         gc.freeze()
 
     def _sweep_idle_sessions(self) -> None:
-        from dashboard.board.idle import end_idle_sessions_forever
+        from dashboard.board.idle import end_idle_sessions_forever, expire_orphans_forever
 
         # Kept on the server: the event loop holds only a weak reference to its tasks.
         self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())
+        self.orphan_sweep = asyncio.get_event_loop().create_task(expire_orphans_forever())
 
     def _deliver_notifications(self) -> None:
         from dashboard.notifications.worker import deliver_forever
@@ -216,8 +218,12 @@ class AgentboardServer(Server):
 
     def _on_stop_signal(self, signum: int, frame: object) -> None:
         if self.stopping:
-            reactor.callFromThread(reactor.stop)
-            return
+            # At once, whatever runs: a page still rendering in a worker thread would keep a
+            # normal exit waiting for it. What was committed stays; what was not is rolled back.
+            logger.warning("Stopping at once (a second signal): requests still running end now.")
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            os._exit(128 + signum)
         self.stopping = True
         reactor.callFromThread(self._stop_gracefully)
 
@@ -233,6 +239,7 @@ class AgentboardServer(Server):
         deadline = loop.time() + settings.AGENTBOARD_STOP_GRACE_SECONDS
         watch_for(loop).stop()
         self.idle_sweep.cancel()
+        self.orphan_sweep.cancel()
         # Deliveries being sent are freed for another process (or the next start) to send.
         self.notifier.cancel()
         for protocol in list(self.connections):

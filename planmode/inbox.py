@@ -214,7 +214,7 @@ class DecidedRequest:
         if request.status == RequestStatus.ANSWERED_IN_TERMINAL:
             return "in the agent's terminal"
         if request.status == RequestStatus.EXPIRED:
-            return "nobody decided in time; the terminal asked"
+            return f"{request.end_reason or 'nobody decided in time'}; the terminal asked"
         return ""
 
 

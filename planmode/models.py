@@ -67,6 +67,12 @@ class Plan(models.Model):
     # When an agent socket last began waiting on it (a reconnecting `agentboard hook`).
     watched_at = models.DateTimeField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices)
+    # Until when a held hook waits for the answer; None when nobody holds it (an API plan its
+    # agent polls). Past it no answer can reach the agent, so none is taken; one still pending
+    # a little later lost the server process that held it, and any process expires it.
+    held_until = models.DateTimeField(null=True, blank=True)
+    # Why it ended, when its status alone does not say (an expiry after its server stopped).
+    end_reason = models.CharField(max_length=200, blank=True)
     # None when absent, so the unique constraint only covers keys that were sent.
     idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, null=True, blank=True)  # noqa: DJ001
     request_hash = models.CharField(max_length=64, blank=True)
@@ -204,6 +210,12 @@ class PermissionRequest(models.Model):
     # When the model was handed the message of a "deny and stop" with the session's next
     # prompt: Claude Code drops a denial's message when it interrupts the agent.
     message_told_at = models.DateTimeField(null=True, blank=True)
+    # Until when a held hook waits for the answer; None when nobody holds it (an API plan its
+    # agent polls). Past it no answer can reach the agent, so none is taken; one still pending
+    # a little later lost the server process that held it, and any process expires it.
+    held_until = models.DateTimeField(null=True, blank=True)
+    # Why it ended, when its status alone does not say (an expiry after its server stopped).
+    end_reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["requested_at", "pk"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
@@ -34,7 +35,12 @@ from planmode.models import (
     TeamRule,
     TerminalWait,
 )
-from planmode.services import plans_answered_elsewhere
+from planmode.services import (
+    held_until,
+    nobody_waiting,
+    nobody_waits,
+    plans_answered_elsewhere,
+)
 from planmode.tool_display import describe
 
 REVIEW_PERMISSION = "planmode.review_plan"
@@ -105,8 +111,13 @@ def permission_request_open(
         .order_by("-pk")
         .first()
     )
+    # Every caller holds the request (a hook waits for its answer) this long.
+    held = held_until(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     if waiting is not None:
         waiting.agent, waiting.session = agent, agent.session
+        # Another held hook waits on it now: it stays answerable for that one too.
+        waiting.held_until = held
+        PermissionRequest.objects.filter(pk=waiting.pk).update(held_until=held)
         return RequestChange(waiting)
     request = PermissionRequest.objects.create(
         session=agent.session,
@@ -116,6 +127,7 @@ def permission_request_open(
         input_key=key,
         suggestions=suggestions,
         permission_mode=permission_mode[:20],
+        held_until=held,
     )
     request.agent, request.session = agent, agent.session
     matched = _matching_rule(request)
@@ -227,6 +239,8 @@ def _already_decided(request: PermissionRequest) -> ServiceError:
             "This request was answered in the agent's terminal before anyone decided here, "
             "and the agent has moved on"
         )
+    elif request.status == RequestStatus.EXPIRED and request.end_reason:
+        text = f"This request expired: {request.end_reason}"
     elif request.status == RequestStatus.EXPIRED:
         text = "Nobody decided in time, so the agent's terminal asked instead"
     else:
@@ -321,6 +335,8 @@ def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer
         _check_may_answer(user, request)
         if not request.is_pending:
             raise _already_decided(request)
+        if nobody_waits(request.held_until):
+            raise nobody_waiting("request")
         if not _decide_one(request, user=user, answer=answer):
             request.refresh_from_db()
             raise _already_decided(request)
@@ -355,7 +371,9 @@ def permission_decide_many(
             _check_may_answer(user, request)
         decided, missed = [], []
         for request in requests:
-            if request.is_pending and _decide_one(request, user=user, answer=answer):
+            if request.is_pending and nobody_waits(request.held_until):
+                missed.append(nobody_waiting("request").message)
+            elif request.is_pending and _decide_one(request, user=user, answer=answer):
                 decided.append(request)
             else:
                 request.refresh_from_db()

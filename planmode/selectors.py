@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db.models import QuerySet
 
 from dashboard.core.errors import ServiceError
@@ -153,12 +155,32 @@ class PlanDiff:
     lines: list[DiffLine]
     added: int
     removed: int
+    # Set when the two texts were too large to compare line by line: only their sizes are
+    # shown, ((lines, characters) of the old text, and of the new).
+    sizes: tuple[tuple[int, int], tuple[int, int]] | None = None
+    # Changed lines past the first MAX_DIFF_LINES, counted but not listed.
+    not_listed: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed)
+        return bool(self.added or self.removed or self.sizes)
 
 
 WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+
+# difflib's matching costs the product of the two sides' lengths, and more when they repeat
+# themselves (a long paragraph's spaces): every comparison has a budget, so any plan's page has
+# a bound. Two texts whose line counts multiply past LINE_BUDGET are compared by size only; a
+# reworded line has its words marked when both sides are at most WORD_DIFF_LINE_CHARS long and
+# while the characters compared so far (multiplied pairwise) stay within WORD_BUDGET, else it is
+# shown whole; at most MAX_DIFF_LINES lines are listed. Blank lines never anchor a match, and
+# when other lines repeat so often on both sides that matching them would cost more than
+# REPEAT_BUDGET per pass, difflib's own heuristic leaves the most frequent ones out as well.
+LINE_BUDGET = 4_000_000
+CHANGES_CACHE_SECONDS = 3600
+REPEAT_BUDGET = 100_000
+WORD_DIFF_LINE_CHARS = 2_000
+WORD_BUDGET = 20_000_000
+MAX_DIFF_LINES = 2_000
 
 
 def _word_changes(old: str, new: str) -> tuple[tuple, tuple]:
@@ -176,6 +198,27 @@ def _word_changes(old: str, new: str) -> tuple[tuple, tuple]:
     return tuple(old_parts), tuple(new_parts)
 
 
+def _is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _repeats(old_lines: list[str], new_lines: list[str]) -> int:
+    """How many pairs of equal non-blank lines the two sides have: one matching pass's cost."""
+    old_counts = Counter(line for line in old_lines if line.strip())
+    return sum(old_counts[line] for line in new_lines if line in old_counts)
+
+
+def plan_changes_since(previous: Plan, plan: Plan) -> PlanDiff:
+    """What changed from one revision to the next, computed once per pair in each process (a
+    revision's text never changes)."""
+    key = f"plan-changes:{previous.pk}:{plan.pk}"
+    changes = cache.get(key)
+    if changes is None:
+        changes = plan_changes(previous.markdown, plan.markdown)
+        cache.set(key, changes, timeout=CHANGES_CACHE_SECONDS)
+    return changes
+
+
 def plan_diff(old: str, new: str) -> list[DiffLine]:
     """Changed lines with a little context, as a reader compares two texts."""
     return plan_changes(old, new).lines
@@ -183,11 +226,22 @@ def plan_diff(old: str, new: str) -> list[DiffLine]:
 
 def plan_changes(old: str, new: str) -> PlanDiff:
     """Changed lines with a little context, as a reader compares two revisions; a line that
-    was only reworded shows which words changed."""
+    was only reworded shows which words changed. Bounded in cost whatever the texts are."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    if len(old_lines) * len(new_lines) > LINE_BUDGET:
+        changed = old != new
+        return PlanDiff(
+            lines=[],
+            added=len(new_lines) if changed else 0,
+            removed=len(old_lines) if changed else 0,
+            sizes=((len(old_lines), len(old)), (len(new_lines), len(new))) if changed else None,
+        )
+    matcher = difflib.SequenceMatcher(
+        _is_blank, old_lines, new_lines, autojunk=_repeats(old_lines, new_lines) > REPEAT_BUDGET
+    )
     lines: list[DiffLine] = []
     added = removed = 0
+    word_budget = WORD_BUDGET
     for group in matcher.get_grouped_opcodes(DIFF_CONTEXT):
         if lines or group[0][1] > 0:
             lines.append(DiffLine("gap", ""))
@@ -198,11 +252,20 @@ def plan_changes(old: str, new: str) -> PlanDiff:
             olds, news = old_lines[i1:i2], new_lines[j1:j2]
             removed += len(olds)
             added += len(news)
+            pairs: list[tuple[tuple, tuple]] = []
             if tag == "replace" and len(olds) == len(news):
-                pairs = [_word_changes(a, b) for a, b in zip(olds, news, strict=True)]
+                for a, b in zip(olds, news, strict=True):
+                    word_budget -= len(a) * len(b)
+                    if max(len(a), len(b)) > WORD_DIFF_LINE_CHARS or word_budget < 0:
+                        break
+                    pairs.append(_word_changes(a, b))
+            if len(pairs) == len(olds) and pairs:
                 lines += [DiffLine("remove", a, p[0]) for a, p in zip(olds, pairs, strict=True)]
                 lines += [DiffLine("add", b, p[1]) for b, p in zip(news, pairs, strict=True)]
             else:
                 lines += [DiffLine("remove", line) for line in olds]
                 lines += [DiffLine("add", line) for line in news]
-    return PlanDiff(lines=lines, added=added, removed=removed)
+    not_listed = max(0, len(lines) - MAX_DIFF_LINES)
+    return PlanDiff(
+        lines=lines[:MAX_DIFF_LINES], added=added, removed=removed, not_listed=not_listed
+    )

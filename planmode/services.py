@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -157,11 +157,13 @@ def plan_submit(
     agent_type: str = "",
     cwd: str = "",
     client: str = "",
+    held_for: float | None = None,
 ) -> PlanChange:
     """A new pending plan revision from an agent (ExitPlanMode); the session goes to plan mode.
 
     The agent's older pending revision is withdrawn: only the newest one can be decided. A retry
     with the same idempotency key and body returns the first plan and changes nothing.
+    `held_for`: the seconds a held hook waits for the decision, when one does.
     """
     _check_plan_text(plan)
     request_hash = _request_hash(plan, plan_file_path)
@@ -197,6 +199,7 @@ def plan_submit(
             source=source,
             idempotency_key=idempotency_key or None,
             request_hash=request_hash,
+            held_until=held_until(held_for),
         )
         session_describe(session=agent.session, title=new_plan.title)
         agent_touch(agent=agent)
@@ -222,11 +225,38 @@ def _already_decided(plan: Plan) -> ServiceError:
             "This plan was answered in the agent's terminal before anyone decided here, and "
             "the agent has moved on"
         )
+    elif plan.status == PlanStatus.EXPIRED and plan.end_reason:
+        text = f"This plan expired: {plan.end_reason}"
     else:
         text = f"This plan is already {plan.status}"
     return ServiceError(
         "already_decided", f"{text}; open the plan again to see the decision.", status=409
     )
+
+
+def held_until(held_for: float | None) -> datetime | None:
+    """When a hold of `held_for` seconds starting now ends."""
+    return timezone.now() + timedelta(seconds=held_for) if held_for else None
+
+
+def nobody_waits(held_until: datetime | None) -> bool:
+    """Whether the hook that held this request has stopped waiting for its answer."""
+    return held_until is not None and timezone.now() >= held_until
+
+
+def nobody_waiting(what: str) -> ServiceError:
+    return ServiceError(
+        "nobody_waiting",
+        f"The agent stopped waiting for an answer to this {what}, so nothing was sent or "
+        "recorded; it asks in its terminal instead.",
+        status=409,
+    )
+
+
+def plan_hold(*, plan: Plan, held_for: float) -> None:
+    """Another held hook waits on this pending plan (the same request delivered twice)."""
+    plan.held_until = held_until(held_for)
+    Plan.objects.filter(pk=plan.pk, status=PlanStatus.PENDING).update(held_until=plan.held_until)
 
 
 def plan_decide(
@@ -258,6 +288,8 @@ def plan_decide(
             raise _not_found(plan_id)
         if not plan.is_pending:
             raise _already_decided(plan)
+        if nobody_waits(plan.held_until):
+            raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
         annotations = plan_annotations(plan) if plan.commented else []
         if not approve and not feedback and not annotations:

@@ -53,7 +53,7 @@ def _review_page(
         **fragments.annotations_context(plan),
         "rendered": rendered,
         "previous": previous,
-        "diff": selectors.plan_changes(previous.markdown, plan.markdown) if previous else None,
+        "diff": selectors.plan_changes_since(previous, plan) if previous else None,
         "earlier_annotations": earlier_annotations,
         "thread": selectors.plan_thread(plan),
         "can_review": request.user.has_perm(REVIEW_PERMISSION),

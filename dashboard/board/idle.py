@@ -1,4 +1,5 @@
-"""Sessions end when their agents go quiet.
+"""The server's sweeps: sessions end when their agents go quiet, and held requests whose
+server process died expire (`planmode.orphans`).
 
 Claude Code says SessionEnd only when it exits cleanly; a closed laptop, a killed terminal or
 an agent of our API never does. So each server process sweeps now and then: sessions without
@@ -22,6 +23,7 @@ from django.utils import timezone
 from dashboard.core.changes import Changes, Outcome
 from dashboard.models import Session
 from planmode.models import PlanStatus
+from planmode.orphans import orphans_expire
 from todos.models import Continuation
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,22 @@ def sweep_interval() -> float:
     if quiet is None:
         return LONGEST_SWEEP_INTERVAL
     return max(SHORTEST_SWEEP_INTERVAL, min(LONGEST_SWEEP_INTERVAL, quiet.total_seconds() / 4))
+
+
+ORPHAN_SWEEP_INTERVAL = 2.0
+
+
+async def expire_orphans_forever() -> None:
+    """Once at start (requests held by a process that died while none ran), then every
+    ORPHAN_SWEEP_INTERVAL seconds: one small indexed query while nothing is orphaned."""
+    from dashboard.core.writer import write
+
+    while True:
+        try:
+            await write(orphans_expire)
+        except Exception:
+            logger.exception("could not expire orphaned requests")
+        await asyncio.sleep(ORPHAN_SWEEP_INTERVAL)
 
 
 async def end_idle_sessions_forever() -> None:

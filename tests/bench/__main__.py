@@ -30,6 +30,7 @@ import asyncio
 import functools
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -51,7 +52,7 @@ from tests.liveserver import LiveServer, create_database, drop_database, free_po
 CLIENTS = 16
 # How long the held-hooks part lets the server settle after its hooks arrived.
 SETTLE_SECONDS = 1.0
-PARTS = ("ingest", "decisions", "held", "live", "memory", "scale")
+PARTS = ("ingest", "decisions", "held", "live", "memory", "plans", "scale")
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -401,6 +402,75 @@ async def decisions(
     )
 
 
+def largest_plans(limit: int) -> dict[str, tuple[str, str]]:
+    """Two revisions each of the largest plans the API accepts, in the shapes that cost most
+    to compare: one long paragraph reworded, a table as wide as fits, many short lines."""
+    words = ["cursor", "pagination", "orders", "billing", "the", "a", "of", "cache", "retry"]
+
+    def prose(seed: int) -> str:
+        chosen = random.Random(seed)
+        text = " ".join(chosen.choice(words) for _ in range(limit // 5))
+        return ("# Plan\n\n" + text)[:limit]
+
+    def table(seed: int) -> str:
+        chosen = random.Random(seed)
+        columns = limit // 20
+        rows = ["|" + "|".join(f"c{i}" for i in range(columns)) + "|"]
+        rows.append("|" + "|".join("-" for _ in range(columns)) + "|")
+        rows.append("|" + "|".join(chosen.choice(words)[:3] for _ in range(columns)) + "|")
+        return "\n".join(rows)[:limit]
+
+    def lines(seed: int) -> str:
+        chosen = random.Random(seed)
+        return "\n".join(f"- {chosen.choice(words)}" for _ in range(limit // 9))[:limit]
+
+    return {
+        "one paragraph": (prose(1), prose(2)),
+        "a wide table": (table(1), table(2)),
+        "short lines": (lines(1), lines(2)),
+    }
+
+
+async def largest_plans_part(server: LiveServer) -> None:
+    """The review page of the second revision of the largest plans the API accepts: its first
+    load computes what changed, the next reads it from the cache."""
+    limit = int(os.environ.get("AGENTBOARD_MAX_PLAN_CHARS") or 100_000)
+    print(f"\nThe largest accepted plan ({limit:,} characters), second revision's review page:")
+    browser = server.log_in()
+    page = await Connection.open(server.port)
+    try:
+        async with websockets.connect(f"{server.ws_url}/ws/agent/?token={server.token}") as agent:
+            for n, (shape, revisions) in enumerate(largest_plans(limit).items()):
+                session = f"bench-large-{n}"
+                plan_id = 0
+                for markdown in revisions:
+                    frame = {"type": "exit_plan_mode", "id": n, "session_id": session}
+                    frame |= {"agent_id": session, "plan": markdown}
+                    await agent.send(json.dumps(frame))
+                    reply = json.loads(await agent.recv())
+                    while reply.get("type") != "ack":
+                        reply = json.loads(await agent.recv())
+                    plan_id = reply["result"]["id"]
+                request = (
+                    f"GET /plans/{plan_id}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    f"Cookie: {browser['cookie']}\r\n\r\n"
+                ).encode()
+                timings = []
+                for _ in range(2):
+                    started = time.perf_counter()
+                    response = await page.send(request)
+                    timings.append(time.perf_counter() - started)
+                    assert response.status == 200, response.body[:300]
+                row(
+                    f"{shape}: first load / cached",
+                    f"{timings[0] * 1000:5.0f} / {timings[1] * 1000:4.0f} ms",
+                    "goal first load ≤ 1,000 ms",
+                    check(timings[0] <= 1.0),
+                )
+    finally:
+        page.close()
+
+
 async def held_hook_round(server: LiveServer, browser: dict, reviewer: Connection, n: int) -> float:
     """One ExitPlanMode PermissionRequest held until the reviewer approves; seconds from the
     approval leaving to the hook's answer arriving."""
@@ -748,6 +818,8 @@ async def main(arguments: argparse.Namespace) -> None:
             if "held" in parts:
                 held = 30 if arguments.smoke else 300
                 await held_hooks([server], seconds, held, "embedded default (SQLite)")
+            if "plans" in parts:
+                await largest_plans_part(server)
             if "live" in parts:
                 browsers = 10 if arguments.smoke else 100
                 await live_updates(server, seconds, browsers=browsers, agents=20)

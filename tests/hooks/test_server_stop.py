@@ -175,3 +175,26 @@ def read_todos(server, session_id: str) -> list[dict]:
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)["todos"]
+
+
+def test_a_second_signal_exits_at_once_while_the_first_stop_still_waits(server_factory):
+    # A long grace, so that only the second signal can make it quick.
+    server = server_factory(env={"AGENTBOARD_STOP_GRACE_SECONDS": "60"})
+
+    async def scenario() -> None:
+        held = asyncio.create_task(
+            post_hook(server, load_fixture("permission_request_exit_plan_mode.json"))
+        )
+        await until_plan_exists(server, 1)
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGINT)
+        server.process.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(server.process.wait, 30)
+        took = time.monotonic() - started
+        held.cancel()
+
+        assert code == 128 + signal.SIGTERM, server.log()[-3000:]
+        assert took < 5
+        assert "Stopping at once (a second signal)" in server.log()
+
+    run(scenario())

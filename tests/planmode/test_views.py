@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 import re
 from datetime import timedelta
 
@@ -197,6 +198,71 @@ def test_revision_2_shows_the_diff_and_the_feedback_that_rejected_revision_1(
     assert removed.find("del").text() == "Offset"
     assert added.find(cls="diff-text").text() == "1. Cursor paging"
     assert added.find("ins").text() == "Cursor"
+
+
+def words(seed: int, count: int) -> str:
+    chosen = random.Random(seed)
+    return " ".join(chosen.choice(["cursor", "paging", "the", "of", "a"]) for _ in range(count))
+
+
+# Each took from half a minute to several minutes of the server's CPU before comparisons had a
+# budget; the test's timeout fails it long before that.
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        pytest.param(words(1, 19_000), words(2, 19_000), id="one paragraph of 19,000 words"),
+        pytest.param(
+            "|" + "c|" * 2_000 + "\n|" + "-|" * 2_000 + "\n|" + "a|" * 2_000,
+            "|" + "c|" * 2_000 + "\n|" + "-|" * 2_000 + "\n|" + "b|" * 2_000,
+            id="a table of 2,000 columns",
+        ),
+        pytest.param(
+            "\n\n".join("x" for _ in range(1_000)),
+            "\n\n".join("y" for _ in range(1_000)),
+            id="2,000 lines, half of them blank",
+        ),
+    ],
+)
+def test_the_largest_plans_review_page_shows_what_changed_at_once(submit, lead, old, new):
+    submit(plan=old)
+    second = submit(plan=new)
+
+    page = lead.get(f"/plans/{second.pk}/")
+
+    assert page.status_code == 200
+    changes = parse_html(page.content).find("section", id="plan-changes")
+    assert "Show what changed" in changes.text()
+
+
+def test_revisions_too_large_to_compare_line_by_line_show_their_sizes(submit, lead):
+    old = "\n".join(str(n % 100) for n in range(20_000))
+    new = "\n".join(str(n % 100) for n in range(1, 20_002))
+    submit(plan=old)
+    second = submit(plan=new)
+
+    changes = parse_html(lead.get(f"/plans/{second.pk}/").content).find(
+        "section", id="plan-changes"
+    )
+
+    assert not changes.find_all("details", cls="diff-details")
+    assert (
+        "too large to compare line by line; showing sizes: rev 1 has 20000 lines "
+        f"({len(old)} characters), this one 20001 lines ({len(new)} characters)"
+    ) in " ".join(changes.text().split())
+
+
+def test_a_long_comparison_lists_its_first_lines_and_counts_the_rest(submit, lead):
+    submit(plan="\n".join(f"old line {n}" for n in range(1_500)))
+    second = submit(plan="\n".join(f"new line {n}" for n in range(1_500)))
+
+    changes = parse_html(lead.get(f"/plans/{second.pk}/").content).find(
+        "section", id="plan-changes"
+    )
+
+    assert "+1500 \u22121500 lines" in changes.find("summary").text()
+    assert len(changes.find_all(cls="is-add")) + len(changes.find_all(cls="is-remove")) == 2_000
+    assert "1000 more lines of the comparison not listed" in changes.text()
 
 
 def test_the_review_page_lists_the_agents_earlier_revisions_as_history(submit, lead, reviewer):

@@ -94,7 +94,7 @@ def test_it_records_where_each_write_came_from(user):
 # --- all completed ----------------------------------------------------------------------------
 
 
-def test_an_all_completed_write_empties_the_list_but_stays_in_history(user):
+def test_an_all_completed_list_is_not_the_current_one_but_reads_back_as_done(user):
     write_todos(user, SESSION, SESSION, [todo("Fix tests", "in_progress"), todo("Run build")])
     done = [todo("Fix tests", "completed"), todo("Run build", "completed")]
 
@@ -106,7 +106,8 @@ def test_an_all_completed_write_empties_the_list_but_stays_in_history(user):
     assert result.rendered == "[x] Fix tests\n[x] Run build\n\n(2/2 completed)"
     assert TodoRevision.objects.get(number=2).new_todos == done
     read = todo_list_read(owner=user, session_id=SESSION, agent_id=SESSION)
-    assert (read["revision"], read["todos"]) == (2, [])
+    assert (read["revision"], read["todos"]) == (2, done)
+    assert read["progress"]["completed"] == read["progress"]["total"] == 2
 
 
 def test_the_write_after_an_all_completed_one_starts_from_an_empty_list(user):

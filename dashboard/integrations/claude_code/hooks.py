@@ -72,6 +72,7 @@ from planmode.permissions import (
 from planmode.services import (
     PlanChange,
     plan_expire,
+    plan_hold,
     plan_state,
     plan_submit,
 )
@@ -693,8 +694,10 @@ def _plan_submit(
             .order_by("-pk")
             .first()
         )
+        held_for = settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS
         if waiting is not None:
             waiting.agent, waiting.session = agent, agent.session
+            plan_hold(plan=waiting, held_for=held_for)
             return Outcome(plan_state(waiting), changes)
         submitted = plan_submit(
             owner=owner,
@@ -705,6 +708,7 @@ def _plan_submit(
             source=Plan.Source.HOOK,
             idempotency_key=hook.tool_use_id,
             agent_type=hook.agent_type or "",
+            held_for=held_for,
         )
         return Outcome(plan_state(submitted.plan), changes.merge(submitted.changes))
 

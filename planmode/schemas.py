@@ -7,7 +7,7 @@ from typing import Literal
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from dashboard.core.edge import column_length, text_type
+from dashboard.core.edge import SPACE_CLASS, column_length, text_type
 from planmode.models import Plan
 
 PlanStatusName = Literal[
@@ -27,10 +27,14 @@ class PlanSubmitIn(BaseModel):
 
     plan: PlanMarkdown = Field(
         description="The plan as markdown; it must hold more than whitespace.",
-        # The size limit is the service's (413 `plan_too_large`), published here. Whitespace is
-        # left out of the pattern: with a limit this long, schema-driven generators cannot
-        # satisfy a not-blank pattern.
-        json_schema_extra={"minLength": 1, "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS},
+        # The service's limits (422 `empty_plan`, 413 `plan_too_large`), published here. Not
+        # blank is said as "not only whitespace": schema-driven generators cannot satisfy the
+        # not-blank pattern within a limit this long.
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": settings.AGENTBOARD_MAX_PLAN_CHARS,
+            "not": {"pattern": f"^[{SPACE_CLASS}]*$"},
+        },
     )
     plan_file_path: PlanFilePath | None = None
 

@@ -580,9 +580,14 @@ def _skip_reason(
 
 
 def continuation_begin(
-    *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
+    *,
+    agent_pk: int,
+    stop_hook_active: bool,
+    background_tasks: int = 0,
+    countdown: float | None = None,
 ) -> ContinuationChange:
-    """A Stop arrived: start a countdown (status counting) or record why the agent may stop."""
+    """A Stop arrived: start a countdown (status counting) or record why the agent may stop.
+    `countdown`: its seconds, when the hook cannot wait the server's whole countdown."""
     with transaction.atomic(savepoint=False):
         agent = Agent.objects.select_for_update().select_related("session").get(pk=agent_pk)
         tracking = tracking_for(agent)
@@ -607,7 +612,11 @@ def continuation_begin(
                 unfinished=unfinished,
                 todo_revision=agent.todo_revision,
                 deadline=now
-                + timedelta(seconds=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS),
+                + timedelta(
+                    seconds=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS
+                    if countdown is None
+                    else countdown
+                ),
             )
             changes.inbox_sessions.add(agent.session_id)
             changes.begun_continuations.add(continuation.pk)

@@ -12,11 +12,14 @@ from urllib.parse import urlsplit
 from dashboard.client import codex
 from dashboard.client.hook import HookConfig, run_hook
 from dashboard.client.install import (
+    DEFAULT_WAITS,
     TOKEN_VARIABLE,
     SettingsError,
     install_hooks,
+    server_waits,
     settings_path,
 )
+from dashboard.core.waits import ServerWaits
 from dashboard.integrations.opencode.install import InstallError, install_plugin, plugin_dir
 
 
@@ -46,6 +49,15 @@ def _hook_arguments(hook: argparse.ArgumentParser, *, wait_help: str) -> None:
         type=float,
         default=_env_float("AGENTBOARD_PLAN_WAIT_SECONDS", 540.0),
         help=wait_help,
+    )
+    hook.add_argument(
+        "--hook-timeout",
+        type=float,
+        default=None,
+        help=(
+            "Seconds the agent lets this hook run (its installed timeout; the installers set "
+            "it): a hook the server holds waits that long, and the server answers before."
+        ),
     )
 
 
@@ -194,9 +206,15 @@ def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         if url is None:
             parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
     home = codex.codex_home(project=args.project)
+    waits = DEFAULT_WAITS if url is None else _waits_of(url)
     try:
         outcome = codex.install_codex(
-            home, url=url, remove=args.remove, approvals=args.approvals, plan_tool=args.plan_tool
+            home,
+            url=url,
+            remove=args.remove,
+            approvals=args.approvals,
+            plan_tool=args.plan_tool,
+            waits=waits,
         )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)
@@ -216,6 +234,23 @@ def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         if not os.environ.get(TOKEN_VARIABLE):
             print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Codex.")
     return 0
+
+
+def _waits_of(url: str) -> ServerWaits:
+    """The server's waits, which the installed hook timeouts must outlast; the defaults, said
+    so, when they cannot be read."""
+    found = server_waits(url, os.environ.get(TOKEN_VARIABLE, "").strip())
+    if isinstance(found, ServerWaits):
+        print(
+            f"The server holds a stopping agent {found.countdown:g} s and a permission request "
+            f"up to {max(found.plan, found.permission):g} s; the hooks wait longer."
+        )
+        return found
+    print(
+        f"Could not read the server's waits ({found}): the hooks get timeouts for its default "
+        "waits. Run this again once the server answers if you changed them."
+    )
+    return DEFAULT_WAITS
 
 
 def _env_float(name: str, default: float) -> float:
@@ -248,7 +283,13 @@ def _hook(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    config = HookConfig(url=url, token=token, timeout=args.timeout, plan_wait=args.plan_wait)
+    config = HookConfig(
+        url=url,
+        token=token,
+        timeout=args.timeout,
+        plan_wait=args.plan_wait,
+        hook_timeout=args.hook_timeout,
+    )
     if args.command == "codex-hook":
         return codex.run_codex_hook(config, sys.stdin, sys.stdout, sys.stderr)
     return run_hook(config, sys.stdin, sys.stdout, sys.stderr)
@@ -261,6 +302,7 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         if url is None:
             parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
     path = settings_path(project=args.project, user=args.user)
+    waits = DEFAULT_WAITS if url is None else _waits_of(url)
     try:
         outcome = install_hooks(
             path,
@@ -269,6 +311,7 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             remove=args.remove,
             todo_tools=args.todo_tools,
             approvals=args.approvals,
+            waits=waits,
         )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)

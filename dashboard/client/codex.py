@@ -20,45 +20,46 @@ import os
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from dashboard.client.hook import (
-    PERMISSION_WAIT_MARGIN,
+    HELD_EVENTS,
     HookConfig,
     HookFailed,
     _in_thread,
     _read_payload,
     _while_parent_lives,
     forward,
+    held_config,
     with_git_branch,
 )
 from dashboard.client.install import (
+    DEFAULT_WAITS,
     SettingsError,
     _write_atomically,
     drop_handlers,
+    hook_timeout,
     read_json_object,
 )
+from dashboard.core.waits import ServerWaits
 
 CODEX_HOOK_PATH = "/hooks/codex"
-HOOK_TIMEOUT = 30
-# Longer than the server's wait for a decision (540 s by default), so the server answers first.
-PERMISSION_HOOK_TIMEOUT = 600
-
-# (event, timeout in seconds). PostToolUse of every tool: update_plan updates the checklist, the
-# others count as steps for the reminders. Codex caps SessionEnd hooks at a few seconds.
-HOOKED_EVENTS: list[tuple[str, int]] = [
-    ("SessionStart", HOOK_TIMEOUT),
-    ("SessionEnd", HOOK_TIMEOUT),
-    ("UserPromptSubmit", HOOK_TIMEOUT),
-    ("PostToolUse", HOOK_TIMEOUT),
-    ("Stop", HOOK_TIMEOUT),
-    ("SubagentStart", HOOK_TIMEOUT),
-    ("SubagentStop", HOOK_TIMEOUT),
-    ("PreCompact", HOOK_TIMEOUT),
+# The events hooked, each with the timeout `hook_timeout` gives it from the server's waits.
+# PostToolUse of every tool: update_plan updates the checklist, the others count as steps for
+# the reminders. Codex caps SessionEnd hooks at a few seconds.
+HOOKED_EVENTS: list[str] = [
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
 ]
-APPROVAL_EVENT = ("PermissionRequest", PERMISSION_HOOK_TIMEOUT)
+APPROVAL_EVENT = "PermissionRequest"
 
 OUR_COMMAND = re.compile(r"(^|[\s/])agentboard\s+codex-hook(\s|$)")
 
@@ -84,7 +85,12 @@ def is_ours(handler: Any) -> bool:
 
 
 def merge_codex_hooks(
-    config: dict[str, Any], *, url: str | None, remove: bool = False, approvals: bool = False
+    config: dict[str, Any],
+    *,
+    url: str | None,
+    remove: bool = False,
+    approvals: bool = False,
+    waits: ServerWaits = DEFAULT_WAITS,
 ) -> dict[str, Any]:
     """The hooks file with Agentboard's hooks replaced (or removed); the input is not changed.
     Every other hook stays as it was."""
@@ -95,10 +101,13 @@ def merge_codex_hooks(
         if not url:
             raise SettingsError("Give the server's address with --url.")
         events = [*HOOKED_EVENTS, APPROVAL_EVENT] if approvals else HOOKED_EVENTS
-        for event, timeout in events:
+        for event in events:
+            timeout = hook_timeout(event, waits)
             handler = {
                 "type": "command",
-                "command": f"agentboard codex-hook --url {shlex.quote(url)}",
+                "command": (
+                    f"agentboard codex-hook --url {shlex.quote(url)} --hook-timeout {timeout}"
+                ),
                 "timeout": timeout,
             }
             hooks.setdefault(event, []).append({"hooks": [handler]})
@@ -164,12 +173,13 @@ def install_codex(
     remove: bool = False,
     approvals: bool = False,
     plan_tool: bool = True,
+    waits: ServerWaits = DEFAULT_WAITS,
 ) -> CodexOutcome:
     """Merge into `home`'s hooks.json and config.toml, keeping a `.bak` of what changed."""
     hooks_path, config_path = home / "hooks.json", home / "config.toml"
     changed: list[Path] = []
     text, current = read_json_object(hooks_path)
-    merged = merge_codex_hooks(current, url=url, remove=remove, approvals=approvals)
+    merged = merge_codex_hooks(current, url=url, remove=remove, approvals=approvals, waits=waits)
     if merged != current and (merged or text is not None):
         _replace_file(hooks_path, text, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
         changed.append(hooks_path)
@@ -191,9 +201,10 @@ def run_codex_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: Te
     """Always 0, and no output when anything fails: Codex must never be broken by the board."""
     try:
         payload = _read_payload(stdin)
-        if payload.get("hook_event_name") == "PermissionRequest":
-            # Held until someone decides; the server answers `{}` itself when its wait is over.
-            held = replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
+        if payload.get("hook_event_name") in HELD_EVENTS:
+            # Held until someone decides or the countdown ends; the server answers itself
+            # before this gives up (it is told how long that is).
+            held = held_config(config, payload)
             output = asyncio.run(
                 _while_parent_lives(_in_thread(forward, held, payload, CODEX_HOOK_PATH))
             )

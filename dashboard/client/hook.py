@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from dashboard.core.waits import HOOK_TIMEOUT_HEADER
 from dashboard.integrations.claude_code.decision import (
     is_plan_permission_request,
     permission_decision,
@@ -49,6 +50,24 @@ class HookConfig:
     timeout: float = 10.0
     plan_wait: float = 540.0
     max_backoff: float = 5.0
+    # How long the agent lets this hook run (its installed timeout), when the install said.
+    hook_timeout: float | None = None
+
+
+# Hooks the server may hold: a Stop in its continuation countdown, a permission request.
+HELD_EVENTS = frozenset({"Stop", "SubagentStop", "PermissionRequest"})
+
+
+def held_config(config: HookConfig, payload: Mapping[str, Any]) -> HookConfig:
+    """The config for a hook the server may hold: wait as long as the agent lets this hook run
+    (a second less, to answer before it is killed); without that, a permission request as
+    long as a plan, anything else the usual timeout. The server is told the wait in a header
+    and answers before it ends."""
+    if config.hook_timeout is not None:
+        return replace(config, timeout=max(1.0, config.hook_timeout - 1))
+    if payload.get("hook_event_name") == "PermissionRequest":
+        return replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
+    return config
 
 
 def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -59,9 +78,9 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
             output = asyncio.run(
                 _while_parent_lives(wait_for_plan_decision(config, payload, stderr))
             )
-        elif payload.get("hook_event_name") == "PermissionRequest":
-            # The server answers `{}` itself once its own wait is over, a little before this.
-            held = replace(config, timeout=config.plan_wait + PERMISSION_WAIT_MARGIN)
+        elif payload.get("hook_event_name") in HELD_EVENTS:
+            # The server answers itself before this gives up (it is told how long that is).
+            held = held_config(config, payload)
             output = asyncio.run(_while_parent_lives(_in_thread(forward, held, payload)))
         else:
             output = forward(config, with_git_branch(payload))
@@ -172,7 +191,11 @@ def forward(
         config.url + path,
         data=json.dumps(payload).encode(),
         method="POST",
-        headers={"Authorization": f"Bearer {config.token}", "Content-Type": "application/json"},
+        headers={
+            "Authorization": f"Bearer {config.token}",
+            "Content-Type": "application/json",
+            HOOK_TIMEOUT_HEADER: f"{config.timeout:g}",
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=config.timeout) as response:

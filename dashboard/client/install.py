@@ -13,36 +13,38 @@ import os
 import re
 import shlex
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dashboard.client.hook import HOOK_PATH
+from dashboard.core.waits import HOOK_TIMEOUT_HEADER, ORDINARY_HOOK_TIMEOUT, ServerWaits
+
+DEFAULT_WAITS = ServerWaits()
 
 TOKEN_VARIABLE = "AGENTBOARD_TOKEN"  # noqa: S105 - the variable's name, not a secret
-# Longer than the server's wait for a reviewer (540 s by default), so the server answers first.
-PLAN_HOOK_TIMEOUT = 600
-HOOK_TIMEOUT = 30
-
-# (event, matcher or None for every occurrence, timeout in seconds)
-HOOKED_EVENTS: list[tuple[str, str | None, int]] = [
-    ("SessionStart", None, HOOK_TIMEOUT),
-    ("SessionEnd", None, HOOK_TIMEOUT),
-    ("SubagentStart", None, HOOK_TIMEOUT),
-    ("SubagentStop", None, HOOK_TIMEOUT),
-    ("UserPromptSubmit", None, HOOK_TIMEOUT),
-    ("Stop", None, HOOK_TIMEOUT),
-    ("PreCompact", None, HOOK_TIMEOUT),
-    ("Notification", None, HOOK_TIMEOUT),
+# (event, matcher or None for every occurrence); their timeouts come from the server's waits
+# (`hook_timeout`).
+HOOKED_EVENTS: list[tuple[str, str | None]] = [
+    ("SessionStart", None),
+    ("SessionEnd", None),
+    ("SubagentStart", None),
+    ("SubagentStop", None),
+    ("UserPromptSubmit", None),
+    ("Stop", None),
+    ("PreCompact", None),
+    ("Notification", None),
     # Every tool use: todo and plan tools update the board, the others count as steps for the
     # todo reminders (and the answer can carry a reminder back to the model).
-    ("PostToolUse", None, HOOK_TIMEOUT),
-    ("PostToolUseFailure", None, HOOK_TIMEOUT),
-    ("StopFailure", None, HOOK_TIMEOUT),
-    ("TaskCreated", None, HOOK_TIMEOUT),
-    ("TaskCompleted", None, HOOK_TIMEOUT),
-    ("PermissionRequest", "ExitPlanMode", PLAN_HOOK_TIMEOUT),
+    ("PostToolUse", None),
+    ("PostToolUseFailure", None),
+    ("StopFailure", None),
+    ("TaskCreated", None),
+    ("TaskCompleted", None),
+    ("PermissionRequest", "ExitPlanMode"),
 ]
 
 # Claude Code refuses HTTP hooks for these events ("HTTP hooks are not supported for
@@ -74,18 +76,55 @@ def settings_path(*, project: str | None, user: bool) -> Path:
     return Path(project or ".").expanduser().resolve() / ".claude" / "settings.json"
 
 
+WAITS_PATH = "/api/v1/waits"
+
+
+def server_waits(url: str, token: str) -> ServerWaits | str:
+    """The server's waits (`GET /api/v1/waits`), or one sentence on why they are unknown."""
+    if not token:
+        return f"{TOKEN_VARIABLE} is not set"
+    request = urllib.request.Request(url + WAITS_PATH, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = json.loads(response.read())
+        return ServerWaits(
+            countdown=float(body["continuation_countdown_seconds"]),
+            plan=float(body["plan_wait_seconds"]),
+            permission=float(body["permission_wait_seconds"]),
+        )
+    except urllib.error.HTTPError as error:
+        return f"the server answered HTTP {error.code}"
+    except (urllib.error.URLError, OSError) as error:
+        return f"the server is unreachable ({getattr(error, 'reason', error)})"
+    except (ValueError, KeyError, TypeError):
+        return "the server's answer was not its waits"
+
+
+def hook_timeout(event: str, waits: ServerWaits) -> int:
+    """The seconds Claude Code lets a hook of `event` run: longer than the server holds it."""
+    if event in {"Stop", "SubagentStop"}:
+        return waits.stop_timeout()
+    if event == "PermissionRequest":
+        return waits.permission_timeout()
+    return ORDINARY_HOOK_TIMEOUT
+
+
 def our_handler(*, url: str, timeout: int, command: bool) -> dict[str, Any]:
+    """The hook, saying its timeout to the server too: the server never holds it longer."""
     if command:
         return {
             "type": "command",
-            "command": f"agentboard hook --url {shlex.quote(url)}",
+            "command": f"agentboard hook --url {shlex.quote(url)} --hook-timeout {timeout}",
             "timeout": timeout,
         }
     return {
         "type": "http",
         "url": url + HOOK_PATH,
         # Claude Code fills in the token from the environment, so no secret lands in the file.
-        "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
+        "headers": {
+            "Authorization": f"Bearer ${TOKEN_VARIABLE}",
+            HOOK_TIMEOUT_HEADER: str(timeout),
+        },
         "allowedEnvVars": [TOKEN_VARIABLE],
         "timeout": timeout,
     }
@@ -136,6 +175,7 @@ def merge_hooks(
     remove: bool = False,
     todo_tools: bool = True,
     approvals: bool = False,
+    waits: ServerWaits = DEFAULT_WAITS,
 ) -> dict[str, Any]:
     """The settings with Agentboard's hooks replaced (or removed); the input is not changed.
 
@@ -148,7 +188,8 @@ def merge_hooks(
     if not remove:
         if not url:
             raise SettingsError("Give the server's address with --url.")
-        for event, matcher, timeout in HOOKED_EVENTS:
+        for event, matcher in HOOKED_EVENTS:
+            timeout = hook_timeout(event, waits)
             if approvals and event == "PermissionRequest":
                 matcher = None  # every tool: plans and all other permission requests
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
@@ -201,6 +242,7 @@ def install_hooks(
     remove: bool = False,
     todo_tools: bool = True,
     approvals: bool = False,
+    waits: ServerWaits = DEFAULT_WAITS,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
     text, current = read_json_object(path)
@@ -211,6 +253,7 @@ def install_hooks(
         remove=remove,
         todo_tools=todo_tools,
         approvals=approvals,
+        waits=waits,
     )
     if merged == current:
         return Outcome(path=path, changed=False, backup=None)

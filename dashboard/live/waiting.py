@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextvars import ContextVar
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -20,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard.core import reader
+from dashboard.core.waits import held_for
 from dashboard.core.writer import write
 from dashboard.live import publisher
 from dashboard.live.watch import PERMISSION, PLAN, watch_for
@@ -127,26 +129,43 @@ def expire_if_abandoned(plan_ids: list[int]) -> None:
     task.add_done_callback(_abandon_checks.discard)
 
 
+# How long the client of the hook being handled waits for its answer, when it said so
+# (`dashboard.core.waits.HOOK_TIMEOUT_HEADER`, read by the hook endpoints).
+client_waits: ContextVar[float | None] = ContextVar("client_waits", default=None)
+
+
+def hold_for(wait: float) -> float:
+    """Seconds to hold the current hook for a wait of `wait`: never past its client's patience."""
+    held = held_for(wait, client_waits.get())
+    if held < wait:
+        logger.info(
+            "a hook waits %.0f s: held %.1f s instead of %.1f s", client_waits.get(), held, wait
+        )
+    return held
+
+
 async def stop_hook_answer(
     *, agent_pk: int, stop_hook_active: bool, background_tasks: int = 0
 ) -> dict:
     """The answer to a Stop / SubagentStop hook: `{"decision": "block", ...}` or `{}`.
 
-    Never raises: whatever goes wrong, the agent is let stop rather than broken.
+    The countdown is the server's, or shorter when the hook's client would give up before it
+    ends (a hook installed for a shorter countdown): the agent is continued sooner rather than
+    never. Never raises: whatever goes wrong, the agent is let stop rather than broken.
     """
+    countdown = hold_for(settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS)
     try:
         begun = await write(
             enforcer.continuation_begin,
             agent_pk=agent_pk,
             stop_hook_active=stop_hook_active,
             background_tasks=background_tasks,
+            countdown=countdown,
         )
         continuation = begun.continuation
         if continuation.status != Continuation.Status.COUNTING:
             return {}
-        await wait_until_resolved_or_due(
-            continuation.pk, settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS
-        )
+        await wait_until_resolved_or_due(continuation.pk, countdown)
         if watch_for().stopping.is_set():
             await write(
                 enforcer.continuation_cancel, continuation_pk=continuation.pk, by="a server stop"

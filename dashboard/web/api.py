@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer
+from pydantic import BaseModel
 
 from dashboard.core.edge import load_json
 from dashboard.core.errors import (
@@ -22,6 +24,8 @@ from dashboard.core.errors import (
     unauthenticated,
 )
 from dashboard.core.services import token_owner
+from dashboard.core.waits import ORDINARY_HOOK_TIMEOUT, ServerWaits
+from todos.schemas import ErrorOut
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +102,6 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
 
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
-    from django.conf import settings
 
     limit = settings.AGENTBOARD_MAX_BODY_BYTES
     return error_response(
@@ -129,6 +132,48 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         else f"{exc.message.rstrip('.')}."
     )
     return error_response(request, ServiceError(code, message, status=exc.status_code))
+
+
+class HookTimeoutsOut(BaseModel):
+    Stop: int
+    SubagentStop: int
+    PermissionRequest: int
+    other: int
+
+
+class WaitsOut(BaseModel):
+    continuation_countdown_seconds: float
+    plan_wait_seconds: float
+    permission_wait_seconds: float
+    hook_timeouts: HookTimeoutsOut
+
+
+def server_waits() -> ServerWaits:
+    return ServerWaits(
+        countdown=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
+        plan=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS,
+        permission=settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS,
+    )
+
+
+@api.get("/waits", response={200: WaitsOut, 401: ErrorOut}, tags=["agents"])
+async def waits(request: HttpRequest) -> dict[str, Any]:
+    """How long this server holds a hook (a continuation countdown, a plan's or a tool's
+    permission request), and the hook timeouts to install for them (in seconds): the
+    installers read it. A hook that says its own timeout (`X-Agentboard-Hook-Timeout`) is
+    never held longer than that, less a few seconds."""
+    current = server_waits()
+    return {
+        "continuation_countdown_seconds": current.countdown,
+        "plan_wait_seconds": current.plan,
+        "permission_wait_seconds": current.permission,
+        "hook_timeouts": {
+            "Stop": current.stop_timeout(),
+            "SubagentStop": current.stop_timeout(),
+            "PermissionRequest": current.permission_timeout(),
+            "other": ORDINARY_HOOK_TIMEOUT,
+        },
+    }
 
 
 def _register_routers() -> None:

@@ -20,6 +20,7 @@ from dashboard.board import selectors
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Session
+from dashboard.web.api import server_waits
 from todos import enforcer
 from todos.models import Continuation
 
@@ -128,6 +129,7 @@ SETTINGS_SECTIONS: list[SettingsSection] = []
 
 
 def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
+    waits = server_waits()
     context: dict[str, Any] = {
         "tokens": AgentToken.objects.filter(owner=request.user).order_by(
             "revoked_at", "-created_at"
@@ -136,6 +138,8 @@ def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
         "hook_wait": _duration(timedelta(seconds=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)),
         "enforcer_enabled": settings.AGENTBOARD_ENFORCER_ENABLED,
         "countdown": settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
+        "stop_timeout": waits.stop_timeout(),
+        "permission_timeout": waits.permission_timeout(),
     }
     for section in SETTINGS_SECTIONS:
         context.update(section(request.user))

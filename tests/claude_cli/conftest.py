@@ -238,11 +238,16 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
     projects: list[Project] = []
 
     def connect_(
-        board: LiveServer, *, approvals: bool = False, record: Sequence[str] = ()
+        board: LiveServer,
+        *,
+        approvals: bool = False,
+        record: Sequence[str] = (),
+        command: bool = False,
     ) -> Project:
         """`approvals`: install the hooks with `--approvals` (every tool's permission request
-        goes to the inbox). `record`: hook events also written, as Claude Code sent them, to
-        a file beside the project (`Project.hook_inputs`), by a command hook of their own."""
+        goes to the inbox). `command`: install `agentboard hook` commands, not HTTP hooks.
+        `record`: hook events also written, as Claude Code sent them, to a file beside the
+        project (`Project.hook_inputs`), by a command hook of their own."""
         directory = tmp_path / "project"
         home = tmp_path / "home"
         bin_dir = tmp_path / "bin"
@@ -272,6 +277,7 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
                 "--url",
                 board.url,
                 *(["--approvals"] if approvals else []),
+                *(["--command"] if command else []),
             ],
             env=env,
             check=True,

@@ -412,6 +412,30 @@ def test_an_agent_that_stops_early_is_continued_with_the_prompt(server_factory, 
     assert model.loop_requests[-1].answered_with.blocks == say("Both are done.").blocks
 
 
+@pytest.mark.parametrize("install", ["http hooks", "command hooks"])
+def test_a_countdown_longer_than_ten_seconds_still_continues_the_agent(
+    server_factory, connect, model, install
+):
+    # `agentboard hook` used to give up on a held hook after 10 s: the continuation never came.
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "12"})
+    project = connect(board, command=install == "command hooks")
+    tests = create_task("Run the tests", "Running the tests")
+    model.add(
+        tests,
+        say("Stopping for now."),
+        update_task(model, tests, "completed"),
+        say("All done."),
+    )
+    started = time.monotonic()
+
+    project.run("Run the tests.")
+
+    expected = continuation_prompt([{"content": "Run the tests", "status": "pending"}])
+    assert model.received(expected), project.report()
+    assert time.monotonic() - started >= 12
+    assert model.loop_requests[-1].answered_with.blocks == say("All done.").blocks
+
+
 def test_a_subagent_that_stops_early_is_continued_in_its_own_loop(server_factory, connect, model):
     board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "1"})
     project = connect(board)

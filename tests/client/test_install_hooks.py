@@ -50,7 +50,10 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
         {
             "type": "http",
             "url": "http://board.example:8000/hooks/claude-code",
-            "headers": {"Authorization": "Bearer $AGENTBOARD_TOKEN"},
+            "headers": {
+                "Authorization": "Bearer $AGENTBOARD_TOKEN",
+                "X-Agentboard-Hook-Timeout": "600",
+            },
             "allowedEnvVars": ["AGENTBOARD_TOKEN"],
             "timeout": 600,
         }
@@ -59,7 +62,11 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
     assert "matcher" not in ours, "every tool use is a step for the todo reminders"
     # Claude Code refuses HTTP hooks for SessionStart: it gets the command, even in HTTP mode.
     assert handlers(settings, "SessionStart") == [
-        {"type": "command", "command": f"agentboard hook --url {URL}", "timeout": 30}
+        {
+            "type": "command",
+            "command": f"agentboard hook --url {URL} --hook-timeout 30",
+            "timeout": 30,
+        }
     ]
     # Without this, Claude Code 2.1.233+ offers no todo tools and the cards stay empty.
     assert settings["env"] == {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
@@ -161,7 +168,7 @@ def test_the_command_variant_installs_agentboard_hook(project):
     [plan_hook] = handlers(settings, "PermissionRequest")
     assert plan_hook == {
         "type": "command",
-        "command": f"agentboard hook --url {URL}",
+        "command": f"agentboard hook --url {URL} --hook-timeout 600",
         "timeout": 600,
     }
     assert not any(h["type"] == "http" for e in settings["hooks"] for h in handlers(settings, e))

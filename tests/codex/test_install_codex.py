@@ -50,7 +50,10 @@ def test_it_installs_command_hooks_and_switches_the_checklist_tool_on(home, caps
         "SubagentStop",
         "PreCompact",
     }
-    assert all(c == [f"agentboard codex-hook --url {URL}"] for c in commands.values())
+    # Each hook says its timeout to the server, which never holds it longer.
+    assert all(
+        c == [f"agentboard codex-hook --url {URL} --hook-timeout 30"] for c in commands.values()
+    )
     config = tomllib.loads((home / "config.toml").read_text())
     assert config["tools"]["update_plan"] == {"enabled": True}
     out = capsys.readouterr().out
@@ -87,7 +90,9 @@ def test_another_url_replaces_ours(home):
     main(["install-codex", "--url", "https://board.example.com"])
 
     commands = our_commands(home)
-    assert commands["Stop"] == ["agentboard codex-hook --url https://board.example.com"]
+    assert commands["Stop"] == [
+        "agentboard codex-hook --url https://board.example.com --hook-timeout 30"
+    ]
 
 
 def test_remove_takes_out_only_what_it_added(home):

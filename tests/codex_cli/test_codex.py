@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -94,6 +95,30 @@ def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_facto
     session_id = project.session_id()
     page = Lead(board).get(f"/sessions/{session_id}/")
     assert "Continued the agent (1 task left)." in page
+    assert "Everything is done." in result.stdout
+
+
+def test_a_countdown_longer_than_ten_seconds_still_continues_codex(server_factory, connect, model):
+    # `agentboard codex-hook` used to give up on the held Stop hook after 10 s.
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "12"})
+    project = connect(board)
+    items = [
+        {"content": "Store the theme", "status": "completed"},
+        {"content": "Run the tests", "status": "in_progress"},
+    ]
+    model.add(
+        plan(("Store the theme", "completed"), ("Run the tests", "in_progress")),
+        say("I will stop here for now."),
+        plan(("Store the theme", "completed"), ("Run the tests", "completed")),
+        say("Everything is done."),
+    )
+    started = time.monotonic()
+
+    result = project.run("Add a dark theme")
+
+    assert result.returncode == 0, project.report(result)
+    assert model.received(continuation_prompt(items)), project.report(result)
+    assert time.monotonic() - started >= 12
     assert "Everything is done." in result.stdout
 
 

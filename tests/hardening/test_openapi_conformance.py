@@ -81,3 +81,15 @@ def test_the_published_text_patterns_say_what_the_validators_check():
         accepted = bool(value.strip()) and "\u0000" not in value
         assert bool(re.fullmatch(NON_BLANK_PATTERN, value)) is accepted
         assert bool(re.fullmatch(TEXT_PATTERN, value)) is ("\u0000" not in value)
+
+
+def test_the_schema_says_a_plan_of_whitespace_is_refused_as_the_service_does(agent_api):
+    """Found by schemathesis: a plan of a form feed was schema-valid, and refused."""
+    plan = agent_api.get("/api/v1/openapi.json").json()["components"]["schemas"]["PlanSubmitIn"]
+    blank = plan["properties"]["plan"]["not"]["pattern"]
+
+    for text in ["\f", " \t\n", "\u3000"]:
+        assert re.fullmatch(blank.removeprefix("^").removesuffix("$"), text)
+        response = agent_api.post("/api/v1/sessions/s/agents/s/plans", {"plan": text})
+        assert response.json()["error"]["code"] == "empty_plan"
+    assert not re.fullmatch(blank.removeprefix("^").removesuffix("$"), " # Plan ")

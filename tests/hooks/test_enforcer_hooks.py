@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
+
 import pytest
 
 from tests.hooks.conftest import SUBAGENT_ID, load_fixture
+from todos.models import Continuation
 
 pytestmark = pytest.mark.django_db
 
@@ -134,3 +138,34 @@ def test_task_tool_bursts_raise_no_flag_but_other_work_on_a_doubtful_list_does(h
     # Three pending, none started, and the agent goes on with other work: now it is a flag.
     bash(hook, 1)
     assert AgentTracking.objects.get().current_flags == ["no_in_progress"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hook_that_cannot_wait_the_whole_countdown_is_continued_before_it_gives_up(
+    hook, settings
+):
+    # Installed for a 2-second countdown, its client gives up after 6.5 s: without the header
+    # the server would hold it 60 s and the continuation would never arrive.
+    settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 60
+    todowrite(hook)
+    started = time.monotonic()
+
+    answer = hook(load_fixture("stop.json"), headers={"X-Agentboard-Hook-Timeout": "6.5"}).json()
+
+    assert answer["decision"] == "block"
+    assert 1.0 <= time.monotonic() - started < 6.5
+    continuation = Continuation.objects.get()
+    assert continuation.deadline - continuation.created_at < timedelta(seconds=2)
+
+
+@pytest.mark.parametrize("header", ["", "soon", "-3", "0", "nan"])
+def test_a_hook_timeout_that_is_not_a_positive_number_is_ignored(hook, settings, header):
+    settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 0.1
+    todowrite(hook)
+
+    answer = hook(load_fixture("stop.json"), headers={"X-Agentboard-Hook-Timeout": header})
+
+    assert answer.status_code == 200
+    assert Continuation.objects.get().deadline - Continuation.objects.get().created_at < timedelta(
+        seconds=1
+    )

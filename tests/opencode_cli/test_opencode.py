@@ -5,6 +5,7 @@ and what the model was told."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -23,6 +24,10 @@ def item(content: str, status: str, priority: str = "medium") -> dict[str, str]:
 
 def board_todos(board, session_id: str, agent_id: str | None = None) -> dict:
     return board_get(board, f"/api/v1/sessions/{session_id}/agents/{agent_id or session_id}/todos")
+
+
+def all_done(progress: dict, total: int) -> bool:
+    return progress["completed"] == progress["total"] == total
 
 
 def test_todowrite_shows_the_list_with_cancelled_items_and_priorities(
@@ -119,11 +124,37 @@ def test_an_idle_session_with_unfinished_tasks_is_continued_with_the_prompt(
     assert "opencode" in history
     # Everything done: the next idle lets the agent stop, so the prompt came exactly once.
     wait_until(
-        lambda: board_todos(board, session_id)["progress"]["total"] == 0,
-        "the finished list to clear",
+        lambda: all_done(board_todos(board, session_id)["progress"], 2),
+        "the finished list, all done",
     )
     # Each request carries the whole conversation: the newest shows every prompt once.
     assert model.loop_requests()[-1].user_texts().count(prompt) == 1
+
+
+def test_a_countdown_longer_than_ten_seconds_still_continues_the_session(
+    server_factory, connect, model
+):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "12"})
+    project = connect(board)
+    todos = [item("Write the parser", "in_progress")]
+    model.add(
+        tool("todowrite", {"todos": todos}),
+        say("I will stop here for now."),
+        tool("todowrite", {"todos": [item("Write the parser", "completed")]}),
+        say("Everything is done."),
+    )
+    project.serve()
+    session_id = project.new_session()
+    started = time.monotonic()
+
+    project.prompt(session_id, "Rewrite the parser")
+
+    model.wait_for(lambda m: continuation_prompt(todos) in user_texts(m), 60, "the continuation")
+    assert time.monotonic() - started >= 12
+    wait_until(
+        lambda: all_done(board_todos(board, session_id)["progress"], 1),
+        "the finished list, all done",
+    )
 
 
 def test_activity_during_the_countdown_cancels_the_continuation(server_factory, connect, model):

@@ -40,6 +40,7 @@ from dashboard.core.services import (
     session_describe,
     token_owner,
 )
+from dashboard.core.waits import HOOK_TIMEOUT_HEADER, client_waits_from
 from dashboard.core.writer import write
 from dashboard.integrations.claude_code.decision import (
     permission_decision,
@@ -57,7 +58,7 @@ from dashboard.integrations.claude_code.schemas import (
     TodoWriteToolInput,
     ToolHookInput,
 )
-from dashboard.live.waiting import stop_hook_answer, wait_for_decision
+from dashboard.live.waiting import client_waits, hold_for, stop_hook_answer, wait_for_decision
 from dashboard.live.watch import PERMISSION
 from dashboard.models import Agent, PermissionMode
 from planmode.models import Plan, PlanStatus
@@ -133,6 +134,7 @@ def agent_endpoint(post_only: str) -> Callable[[AgentView], Callable[..., Awaita
             owner = await token_owner(bearer_token(request))
             if owner is None:
                 return error_response(unauthenticated())
+            client_waits.set(client_waits_from(request.headers.get(HOOK_TIMEOUT_HEADER)))
             try:
                 return await view(request, owner)
             except ServiceError as error:
@@ -714,7 +716,7 @@ def _plan_submit(
 
 
 async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
-    state = await wait_for_decision(plan_id, settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
+    state = await wait_for_decision(plan_id, hold_for(settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS))
     if state is None:
         expired: PlanChange = await write(plan_expire, plan_id=plan_id)
         state = plan_state(expired.plan)
@@ -784,7 +786,7 @@ def permission_open(
 
 
 async def hold_permission(request_id: int) -> dict[str, Any]:
-    wait = settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     state = await wait_for_decision(request_id, wait, PERMISSION)
     if state is None:
         expired = await write(permission_expire, request_id=request_id)

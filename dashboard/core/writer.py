@@ -8,6 +8,13 @@ only then answers each request and hands what changed to the publisher. So a 200
 the write is durable, one commit serves many requests, and writes of one agent keep their order.
 The writer keeps its database connection open; waiting requests hold none.
 
+Some writes can wait: a held hook's plan or permission request is stored for a person who
+decides in seconds or minutes (`write_behind`). Those go behind the others: each batch takes
+every other write queued and at most BEHIND_PER_BATCH of them, so a burst of hundreds of held
+hooks (a team restarting its agents) does not make every other agent's hook wait for all of
+them. Writes of one agent still keep their order: an agent whose hook is held sends nothing
+else until it is answered.
+
 With several server processes each has its own writer; the databases' own locking (SQLite's
 IMMEDIATE transactions, PostgreSQL's row locks taken by the services) keeps them apart. When
 PostgreSQL ends a write to break a deadlock between two processes' batches, what came before it
@@ -17,6 +24,7 @@ commits, and it runs again in a new transaction: the request waits longer, but i
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import queue
 import threading
@@ -40,6 +48,8 @@ T = TypeVar("T")
 WithinWrite = Callable[[Changes], None]
 AfterCommit = Callable[..., None]  # (changes, *, loop)
 MAX_BATCH = 200
+# Writes that can wait (`write_behind`) taken into one batch: each costs a few milliseconds.
+BEHIND_PER_BATCH = 2
 # Writers of two processes can each hold a row the other waits for (each takes the rows of
 # its batch's agents in its own arrival order): PostgreSQL then ends one of the two writes (after
 # its deadlock_timeout, 1 s by default). That write runs again, in a transaction of its own, up
@@ -56,6 +66,8 @@ class _Job:
     # callers outside any loop (management commands).
     loop: asyncio.AbstractEventLoop | None
     future: Future = field(default_factory=Future)
+    # Its request can wait behind the others' (`write_behind`).
+    behind: bool = False
 
 
 class _Stop:
@@ -87,6 +99,8 @@ class Writer:
         self._queue: queue.SimpleQueue[_Job | threading.Event | _Stop] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        # Writes that can wait, taken from the queue and not written yet.
+        self._behind: collections.deque[_Job] = collections.deque()
         self.within_write: list[WithinWrite] = []
         self.after_commit: list[AfterCommit] = []
 
@@ -100,9 +114,14 @@ class Writer:
                 self._thread.start()
 
     def submit(
-        self, func: Callable[..., T], kwargs: dict[str, Any], loop: asyncio.AbstractEventLoop | None
+        self,
+        func: Callable[..., T],
+        kwargs: dict[str, Any],
+        loop: asyncio.AbstractEventLoop | None,
+        *,
+        behind: bool = False,
     ) -> Future:
-        job = _Job(func=func, kwargs=kwargs, loop=loop)
+        job = _Job(func=func, kwargs=kwargs, loop=loop, behind=behind)
         self._ensure_running()
         self._queue.put(job)
         return job.future
@@ -142,19 +161,32 @@ class Writer:
             connection.close()
 
     def _take(self) -> tuple[list[_Job], threading.Event | _Stop | None]:
-        """The writes queued next, in order: up to MAX_BATCH of them, or up to a stop or a
-        drain, which is returned beside them to be acted on once they are written."""
+        """The writes to make next, in order: those queued (up to MAX_BATCH), then at most
+        BEHIND_PER_BATCH of those that can wait; or, up to a stop or a drain, everything queued
+        before it, returned beside it to be acted on once written."""
         batch: list[_Job] = []
-        item = self._queue.get()
+        try:
+            item = self._queue.get_nowait() if self._behind else self._queue.get()
+        except queue.Empty:
+            item = None
         while isinstance(item, _Job):
-            batch.append(item)
-            if len(batch) == MAX_BATCH:
-                return batch, None
+            if item.behind:
+                self._behind.append(item)
+            else:
+                batch.append(item)
+                if len(batch) == MAX_BATCH:
+                    break
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                return batch, None
-        return batch, item
+                item = None
+        if item is not None and not isinstance(item, _Job):
+            batch += self._behind
+            self._behind.clear()
+            return batch, item
+        for _ in range(min(BEHIND_PER_BATCH, len(self._behind))):
+            batch.append(self._behind.popleft())
+        return batch, None
 
     def _apply(self, batch: list[_Job]) -> None:
         # A request that went away before its turn (its waiting task was cancelled) is not
@@ -243,6 +275,13 @@ writer = Writer()
 async def write(func: Callable[..., T], /, **kwargs: Any) -> T:
     """Run `func(**kwargs)` in the writer and return its result once it is committed."""
     future = writer.submit(func, kwargs, asyncio.get_running_loop())
+    return await asyncio.wrap_future(future)
+
+
+async def write_behind(func: Callable[..., T], /, **kwargs: Any) -> T:
+    """The same, for a write whose request can wait behind others': a held hook's plan or
+    permission request, which then waits for a person anyway."""
+    future = writer.submit(func, kwargs, asyncio.get_running_loop(), behind=True)
     return await asyncio.wrap_future(future)
 
 

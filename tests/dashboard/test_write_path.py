@@ -251,6 +251,59 @@ async def test_a_request_that_goes_away_before_its_write_does_not_stop_the_other
     assert await asyncio.wait_for(waiting, 5) == "third"
 
 
+async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_order():
+    from dashboard.core.writer import BEHIND_PER_BATCH, write, write_behind, writer
+
+    started, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def hold_the_writer() -> None:
+        started.set()
+        release.wait(10)
+
+    def record(name: str) -> str:
+        done.append(name)
+        return name
+
+    first = asyncio.ensure_future(write(hold_the_writer))
+    await asyncio.to_thread(started.wait, 5)
+    # A burst of held hooks' plans, then an agent's TodoWrite, all queued while the writer works.
+    held = [asyncio.ensure_future(write_behind(record, name=f"plan {n}")) for n in range(10)]
+    await asyncio.sleep(0.02)
+    urgent = asyncio.ensure_future(write(record, name="todo write"))
+    await asyncio.sleep(0.02)
+    release.set()
+
+    assert await asyncio.wait_for(urgent, 5) == "todo write"
+    await asyncio.wait_for(asyncio.gather(first, *held), 5)
+    # The TodoWrite went in the first batch, with only a few of the plans before it.
+    assert done.index("todo write") <= BEHIND_PER_BATCH
+    assert [name for name in done if name != "todo write"] == [f"plan {n}" for n in range(10)]
+    writer.drain()
+
+
+async def test_a_drain_waits_for_the_writes_that_can_wait_too():
+    from dashboard.core.writer import write, write_behind, writer
+
+    started, release = threading.Event(), threading.Event()
+    done: list[int] = []
+
+    def hold_the_writer() -> None:
+        started.set()
+        release.wait(10)
+
+    first = asyncio.ensure_future(write(hold_the_writer))
+    await asyncio.to_thread(started.wait, 5)
+    held = [asyncio.ensure_future(write_behind(lambda n=n: done.append(n))) for n in range(7)]
+    await asyncio.sleep(0.02)
+    release.set()
+
+    await asyncio.to_thread(writer.drain)
+
+    assert sorted(done) == list(range(7))
+    await asyncio.gather(first, *held)
+
+
 def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refused(user):
     """Another process's writer holds agent B's row and then wants agent A's, while this
     writer's batch holds A's and wants B's: PostgreSQL ends this write (it waited first). What

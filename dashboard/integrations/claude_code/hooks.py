@@ -41,7 +41,7 @@ from dashboard.core.services import (
     token_owner,
 )
 from dashboard.core.waits import HOOK_TIMEOUT_HEADER, client_waits_from
-from dashboard.core.writer import write
+from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code.decision import (
     permission_decision,
     tool_permission_decision,
@@ -621,7 +621,7 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
         return {}
     plan_input = validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
     state = await held(
-        write(_plan_submit, owner=owner, hook=hook, plan_input=plan_input),
+        write_behind(_plan_submit, owner=owner, hook=hook, plan_input=plan_input),
         hold=_hold_until_decided,
         expire=lambda plan_id: write(plan_expire, plan_id=plan_id),
     )
@@ -763,7 +763,7 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     shows as expired."""
     hook = validate(PermissionRequestInput, payload)
     state = await held(
-        write(permission_open, owner=owner, hook=hook),
+        write_behind(permission_open, owner=owner, hook=hook),
         hold=hold_permission,
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )

@@ -22,7 +22,7 @@ from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
 from dashboard.core.changes import Changes, Outcome
-from dashboard.core.writer import write
+from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
 from dashboard.integrations.codex.schemas import (
@@ -125,7 +125,7 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     nobody deciding in time answers `{}` and Codex asks in its terminal."""
     hook = shared.validate(CodexPermissionRequestInput, payload)
     state = await shared.held(
-        write(shared.permission_open, owner=owner, hook=hook),
+        write_behind(shared.permission_open, owner=owner, hook=hook),
         hold=shared.hold_permission,
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )

@@ -27,7 +27,7 @@ from dashboard.core.services import (
     agent_touch,
     session_describe,
 )
-from dashboard.core.writer import write
+from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code.hooks import (
     agent_endpoint,
     held,
@@ -301,7 +301,7 @@ async def _permission(owner: AbstractBaseUser, asked: PermissionProperties) -> d
     own window, and the request shows as expired. The plugin drops the request when opencode
     was answered there first, which expires it too."""
     state = await held(
-        write(_permission_open, owner=owner, asked=asked),
+        write_behind(_permission_open, owner=owner, asked=asked),
         hold=hold_permission,
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )

@@ -309,6 +309,28 @@ def test_task_completed_marks_the_item_done(hook):
     assert len(revisions()) == 3
 
 
+@pytest.mark.parametrize("tools", ["TodoWrite", "the Task tools"])
+def test_a_list_claude_code_completed_reads_back_all_done_over_the_api(hook, agent_api, tools):
+    if tools == "TodoWrite":
+        done = load_fixture("post_tool_use_todowrite.json", tool_use_id="toolu_all_done")
+        for item in done["tool_input"]["todos"]:
+            item["status"] = "completed"
+        hook(load_fixture("post_tool_use_todowrite.json"))
+        hook(done)
+        total = 3
+    else:
+        hook(load_fixture("post_tool_use_task_create.json"))
+        hook(load_fixture("task_completed.json"))
+        total = 1
+
+    session = agent_api.get(f"/api/v1/sessions/{SESSION_ID}").json()
+    todos = agent_api.get_todos(SESSION_ID, SESSION_ID).json()
+
+    assert [item["status"] for item in todos["todos"]] == ["completed"] * total
+    for progress in (session["progress"], todos["progress"]):
+        assert (progress["completed"], progress["total"]) == (total, total)
+
+
 def test_task_created_adds_a_task_once_and_the_tools_own_hook_adds_its_spinner_text(hook):
     # Claude Code sends TaskCreated before the PostToolUse of the TaskCreate that made it.
     created = load_fixture("task_completed.json", hook_event_name="TaskCreated")

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard.core import reader
+from dashboard.core.sql import any_row
 from dashboard.core.waits import held_for
 from dashboard.core.writer import write
 from dashboard.live import publisher
@@ -34,7 +35,19 @@ from todos.models import Continuation
 logger = logging.getLogger(__name__)
 
 
+# Whether it is still pending, in one plain statement: every held hook reads this once as it
+# starts waiting (hundreds at once when a team restarts its agents), and it almost always is.
+_STILL_PENDING = {
+    PLAN: "SELECT 1 FROM planmode_plan WHERE id = %s AND status = 'pending'",
+    PERMISSION: "SELECT 1 FROM planmode_permissionrequest WHERE id = %s AND status = 'pending'",
+}
+PENDING = {"status": "pending"}
+
+
 def _state_now(kind: str, pk: int) -> dict[str, Any] | None:
+    """Its state, or None for an unknown one; only `PENDING` while it is pending."""
+    if any_row(_STILL_PENDING[kind], [pk]):
+        return PENDING
     if kind == PERMISSION:
         request = (
             PermissionRequest.objects.select_related("session", "agent", "decided_by", "rule")

@@ -193,7 +193,8 @@ def test_a_second_signal_exits_at_once_while_the_first_stop_still_waits(server_f
         took = time.monotonic() - started
         held.cancel()
 
-        assert code == 128 + signal.SIGTERM, server.log()[-3000:]
+        # The process may take the two in either order: the second one exits with its number.
+        assert code in {128 + signal.SIGINT, 128 + signal.SIGTERM}, server.log()[-3000:]
         assert took < 5
         assert "Stopping at once (a second signal)" in server.log()
 

@@ -68,13 +68,8 @@ def test_the_plan_is_the_agents_checklist_and_the_session_shows_start_to_end(
     assert "Plan updated" in model.requests[1].outputs().values()
 
 
-def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_factory, connect, model):
-    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "0.5"})
-    project = connect(board)
-    items = [
-        {"content": "Store the theme", "status": "completed"},
-        {"content": "Run the tests", "status": "in_progress"},
-    ]
+def a_stop_with_a_step_left(model) -> list[dict]:
+    """The model stops with one step open, then, continued, finishes it; the list it left."""
     model.add(
         plan(("Store the theme", "completed"), ("Run the tests", "in_progress")),
         say("I will stop here for now."),
@@ -82,6 +77,16 @@ def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_facto
         plan(("Store the theme", "completed"), ("Run the tests", "completed")),
         say("Everything is done."),
     )
+    return [
+        {"content": "Store the theme", "status": "completed"},
+        {"content": "Run the tests", "status": "in_progress"},
+    ]
+
+
+def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_factory, connect, model):
+    board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "0.5"})
+    project = connect(board)
+    items = a_stop_with_a_step_left(model)
 
     result = project.run("Add a dark theme")
 
@@ -102,16 +107,7 @@ def test_a_countdown_longer_than_ten_seconds_still_continues_codex(server_factor
     # `agentboard codex-hook` used to give up on the held Stop hook after 10 s.
     board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "12"})
     project = connect(board)
-    items = [
-        {"content": "Store the theme", "status": "completed"},
-        {"content": "Run the tests", "status": "in_progress"},
-    ]
-    model.add(
-        plan(("Store the theme", "completed"), ("Run the tests", "in_progress")),
-        say("I will stop here for now."),
-        plan(("Store the theme", "completed"), ("Run the tests", "completed")),
-        say("Everything is done."),
-    )
+    items = a_stop_with_a_step_left(model)
     started = time.monotonic()
 
     result = project.run("Add a dark theme")

@@ -251,22 +251,31 @@ async def test_a_request_that_goes_away_before_its_write_does_not_stop_the_other
     assert await asyncio.wait_for(waiting, 5) == "third"
 
 
-async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_order():
-    from dashboard.core.writer import BEHIND_PER_BATCH, write, write_behind, writer
+async def busy_writer() -> tuple[asyncio.Future, threading.Event]:
+    """The writer busy with a write until the event is set: what comes meanwhile queues."""
+    from dashboard.core.writer import write
 
     started, release = threading.Event(), threading.Event()
-    done: list[str] = []
 
     def hold_the_writer() -> None:
         started.set()
         release.wait(10)
 
+    first = asyncio.ensure_future(write(hold_the_writer))
+    await asyncio.to_thread(started.wait, 5)
+    return first, release
+
+
+async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_order():
+    from dashboard.core.writer import BEHIND_PER_BATCH, write, write_behind, writer
+
+    done: list[str] = []
+
     def record(name: str) -> str:
         done.append(name)
         return name
 
-    first = asyncio.ensure_future(write(hold_the_writer))
-    await asyncio.to_thread(started.wait, 5)
+    first, release = await busy_writer()
     # A burst of held hooks' plans, then an agent's TodoWrite, all queued while the writer works.
     held = [asyncio.ensure_future(write_behind(record, name=f"plan {n}")) for n in range(10)]
     await asyncio.sleep(0.02)
@@ -283,17 +292,10 @@ async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_
 
 
 async def test_a_drain_waits_for_the_writes_that_can_wait_too():
-    from dashboard.core.writer import write, write_behind, writer
+    from dashboard.core.writer import write_behind, writer
 
-    started, release = threading.Event(), threading.Event()
     done: list[int] = []
-
-    def hold_the_writer() -> None:
-        started.set()
-        release.wait(10)
-
-    first = asyncio.ensure_future(write(hold_the_writer))
-    await asyncio.to_thread(started.wait, 5)
+    first, release = await busy_writer()
     held = [asyncio.ensure_future(write_behind(lambda n=n: done.append(n))) for n in range(7)]
     await asyncio.sleep(0.02)
     release.set()

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
@@ -100,6 +99,7 @@ def permission_request_open(
     tool_input: dict[str, Any],
     suggestions: list[Any],
     permission_mode: str = "",
+    held_for: float | None = None,
 ) -> RequestChange:
     """A PermissionRequest of `agent` (resolved and locked by the caller): answered at once by
     a matching team rule, or pending until someone decides. The same request delivered twice
@@ -111,8 +111,8 @@ def permission_request_open(
         .order_by("-pk")
         .first()
     )
-    # Every caller holds the request (a hook waits for its answer) this long.
-    held = held_until(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
+    # How long the hook that asks holds the request for its answer.
+    held = held_until(held_for)
     if waiting is not None:
         waiting.agent, waiting.session = agent, agent.session
         # Another held hook waits on it now: it stays answerable for that one too.

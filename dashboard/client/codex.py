@@ -40,7 +40,6 @@ from dashboard.client.install import (
     SettingsError,
     _write_atomically,
     drop_handlers,
-    hook_timeout,
     read_json_object,
 )
 from dashboard.core.waits import ServerWaits
@@ -102,7 +101,7 @@ def merge_codex_hooks(
             raise SettingsError("Give the server's address with --url.")
         events = [*HOOKED_EVENTS, APPROVAL_EVENT] if approvals else HOOKED_EVENTS
         for event in events:
-            timeout = hook_timeout(event, waits)
+            timeout = waits.timeout_for(event)
             handler = {
                 "type": "command",
                 "command": (

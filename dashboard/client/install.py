@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.client.hook import HOOK_PATH
-from dashboard.core.waits import HOOK_TIMEOUT_HEADER, ORDINARY_HOOK_TIMEOUT, ServerWaits
+from dashboard.core.waits import HOOK_TIMEOUT_HEADER, ServerWaits
 
 DEFAULT_WAITS = ServerWaits()
 
@@ -98,15 +98,6 @@ def server_waits(url: str, token: str) -> ServerWaits | str:
         return f"the server is unreachable ({getattr(error, 'reason', error)})"
     except (ValueError, KeyError, TypeError):
         return "the server's answer was not its waits"
-
-
-def hook_timeout(event: str, waits: ServerWaits) -> int:
-    """The seconds Claude Code lets a hook of `event` run: longer than the server holds it."""
-    if event in {"Stop", "SubagentStop"}:
-        return waits.stop_timeout()
-    if event == "PermissionRequest":
-        return waits.permission_timeout()
-    return ORDINARY_HOOK_TIMEOUT
 
 
 def our_handler(*, url: str, timeout: int, command: bool) -> dict[str, Any]:
@@ -189,7 +180,7 @@ def merge_hooks(
         if not url:
             raise SettingsError("Give the server's address with --url.")
         for event, matcher in HOOKED_EVENTS:
-            timeout = hook_timeout(event, waits)
+            timeout = waits.timeout_for(event)
             if approvals and event == "PermissionRequest":
                 matcher = None  # every tool: plans and all other permission requests
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}

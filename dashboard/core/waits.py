@@ -43,8 +43,19 @@ class ServerWaits:
         """The timeout to install for PermissionRequest hooks (plans and other tools)."""
         return math.ceil(max(self.plan, self.permission)) + PERMISSION_EXTRA
 
+    def timeout_for(self, event: str) -> int:
+        """The seconds an agent should let a hook of `event` run: longer than it is held."""
+        if event in HELD_STOP_EVENTS:
+            return self.stop_timeout()
+        if event == "PermissionRequest":
+            return self.permission_timeout()
+        return ORDINARY_HOOK_TIMEOUT
 
-def held_for(wait: float, client_waits: float | None) -> float:
+
+HELD_STOP_EVENTS = ("Stop", "SubagentStop")
+
+
+def bounded_hold(wait: float, client_waits: float | None) -> float:
     """How long to hold a hook for `wait` seconds when its client waits `client_waits` (None
     when it did not say)."""
     if client_waits is None:

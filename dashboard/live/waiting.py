@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from dashboard.core import reader
 from dashboard.core.sql import any_row
-from dashboard.core.waits import held_for
+from dashboard.core.waits import bounded_hold
 from dashboard.core.writer import write
 from dashboard.live import publisher
 from dashboard.live.watch import PERMISSION, PLAN, watch_for
@@ -149,7 +149,7 @@ client_waits: ContextVar[float | None] = ContextVar("client_waits", default=None
 
 def hold_for(wait: float) -> float:
     """Seconds to hold the current hook for a wait of `wait`: never past its client's patience."""
-    held = held_for(wait, client_waits.get())
+    held = bounded_hold(wait, client_waits.get())
     if held < wait:
         logger.info(
             "a hook waits %.0f s: held %.1f s instead of %.1f s", client_waits.get(), held, wait

@@ -24,7 +24,7 @@ from dashboard.core.errors import (
     unauthenticated,
 )
 from dashboard.core.services import token_owner
-from dashboard.core.waits import ORDINARY_HOOK_TIMEOUT, ServerWaits
+from dashboard.core.waits import HELD_STOP_EVENTS, ServerWaits
 from todos.schemas import ErrorOut
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ class WaitsOut(BaseModel):
     hook_timeouts: HookTimeoutsOut
 
 
-def server_waits() -> ServerWaits:
+def configured_waits() -> ServerWaits:
     return ServerWaits(
         countdown=settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
         plan=settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS,
@@ -162,17 +162,13 @@ async def waits(request: HttpRequest) -> dict[str, Any]:
     permission request), and the hook timeouts to install for them (in seconds): the
     installers read it. A hook that says its own timeout (`X-Agentboard-Hook-Timeout`) is
     never held longer than that, less a few seconds."""
-    current = server_waits()
+    current = configured_waits()
+    events = [*HELD_STOP_EVENTS, "PermissionRequest", "other"]
     return {
         "continuation_countdown_seconds": current.countdown,
         "plan_wait_seconds": current.plan,
         "permission_wait_seconds": current.permission,
-        "hook_timeouts": {
-            "Stop": current.stop_timeout(),
-            "SubagentStop": current.stop_timeout(),
-            "PermissionRequest": current.permission_timeout(),
-            "other": ORDINARY_HOOK_TIMEOUT,
-        },
+        "hook_timeouts": {event: current.timeout_for(event) for event in events},
     }
 
 

@@ -20,7 +20,7 @@ from dashboard.board import selectors
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Session
-from dashboard.web.api import server_waits
+from dashboard.web.api import configured_waits
 from todos import enforcer
 from todos.models import Continuation
 
@@ -129,7 +129,7 @@ SETTINGS_SECTIONS: list[SettingsSection] = []
 
 
 def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
-    waits = server_waits()
+    waits = configured_waits()
     context: dict[str, Any] = {
         "tokens": AgentToken.objects.filter(owner=request.user).order_by(
             "revoked_at", "-created_at"

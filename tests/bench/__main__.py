@@ -305,15 +305,20 @@ async def close_all(sockets: list) -> None:
     await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
 
 
-def decide_request(browser: dict, plan_id: int) -> bytes:
-    form = urllib.parse.urlencode({"action": "approve", "text": ""})
+def form_post(browser: dict, path: str, fields: dict[str, str]) -> bytes:
+    """A signed-in browser's form POST, as raw HTTP."""
+    form = urllib.parse.urlencode(fields)
     head = (
-        f"POST /plans/{plan_id}/decide/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Cookie: {browser['cookie']}\r\nX-CSRFToken: {browser['csrf']}\r\n"
         "Content-Type: application/x-www-form-urlencoded\r\n"
         f"Content-Length: {len(form)}\r\n\r\n"
     )
     return head.encode() + form.encode()
+
+
+def decide_request(browser: dict, plan_id: int) -> bytes:
+    return form_post(browser, f"/plans/{plan_id}/decide/", {"action": "approve", "text": ""})
 
 
 async def decisions(
@@ -556,14 +561,7 @@ PENDING_SQL = {
 
 
 def allow_request(browser: dict, request_id: int) -> bytes:
-    form = urllib.parse.urlencode({"action": "allow"})
-    head = (
-        f"POST /inbox/requests/{request_id}/decide/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Cookie: {browser['cookie']}\r\nX-CSRFToken: {browser['csrf']}\r\n"
-        "Content-Type: application/x-www-form-urlencoded\r\n"
-        f"Content-Length: {len(form)}\r\n\r\n"
-    )
-    return head.encode() + form.encode()
+    return form_post(browser, f"/inbox/requests/{request_id}/decide/", {"action": "allow"})
 
 
 async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label: str) -> None:

@@ -36,7 +36,11 @@ def held_request(user, session_id: str = "sess-held") -> PermissionRequest:
     agent = Agent.objects.create(session=session, agent_id=session_id)
     with transaction.atomic():
         return permission_request_open(
-            agent=agent, tool_name="Bash", tool_input={"command": "make deploy"}, suggestions=[]
+            agent=agent,
+            tool_name="Bash",
+            tool_input={"command": "make deploy"},
+            suggestions=[],
+            held_for=HOLD,
         ).request
 
 

@@ -620,9 +620,10 @@ async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, A
         # nothing to review, so the terminal asks.
         return {}
     plan_input = validate(ExitPlanModeToolInput, hook.tool_input, loc=("tool_input",))
+    wait = hold_for(settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS)
     state = await held(
-        write_behind(_plan_submit, owner=owner, hook=hook, plan_input=plan_input),
-        hold=_hold_until_decided,
+        write_behind(_plan_submit, owner=owner, hook=hook, plan_input=plan_input, held_for=wait),
+        hold=functools.partial(_hold_until_decided, wait=wait),
         expire=lambda plan_id: write(plan_expire, plan_id=plan_id),
     )
     return permission_decision(state, payload["tool_input"])
@@ -680,7 +681,11 @@ async def _expire_abandoned(
 
 
 def _plan_submit(
-    *, owner: AbstractBaseUser, hook: ToolHookInput, plan_input: ExitPlanModeToolInput
+    *,
+    owner: AbstractBaseUser,
+    hook: ToolHookInput,
+    plan_input: ExitPlanModeToolInput,
+    held_for: float,
 ) -> Outcome[dict[str, Any]]:
     with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
@@ -696,7 +701,6 @@ def _plan_submit(
             .order_by("-pk")
             .first()
         )
-        held_for = settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS
         if waiting is not None:
             waiting.agent, waiting.session = agent, agent.session
             plan_hold(plan=waiting, held_for=held_for)
@@ -715,8 +719,8 @@ def _plan_submit(
         return Outcome(plan_state(submitted.plan), changes.merge(submitted.changes))
 
 
-async def _hold_until_decided(plan_id: int) -> dict[str, Any]:
-    state = await wait_for_decision(plan_id, hold_for(settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS))
+async def _hold_until_decided(plan_id: int, *, wait: float) -> dict[str, Any]:
+    state = await wait_for_decision(plan_id, wait)
     if state is None:
         expired: PlanChange = await write(plan_expire, plan_id=plan_id)
         state = plan_state(expired.plan)
@@ -762,16 +766,17 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS answers `{}`: the terminal asks, and the request
     shows as expired."""
     hook = validate(PermissionRequestInput, payload)
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     state = await held(
-        write_behind(permission_open, owner=owner, hook=hook),
-        hold=hold_permission,
+        write_behind(permission_open, owner=owner, hook=hook, held_for=wait),
+        hold=functools.partial(hold_permission, wait=wait),
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )
     return tool_permission_decision(state, payload["tool_input"])
 
 
 def permission_open(
-    *, owner: AbstractBaseUser, hook: PermissionRequestInput
+    *, owner: AbstractBaseUser, hook: PermissionRequestInput, held_for: float
 ) -> Outcome[dict[str, Any]]:
     with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
@@ -781,12 +786,12 @@ def permission_open(
             tool_input=hook.tool_input,
             suggestions=hook.suggestions,
             permission_mode=hook.permission_mode or "",
+            held_for=held_for,
         )
         return Outcome(permission_state(opened.request), changes.merge(opened.changes))
 
 
-async def hold_permission(request_id: int) -> dict[str, Any]:
-    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
+async def hold_permission(request_id: int, *, wait: float) -> dict[str, Any]:
     state = await wait_for_decision(request_id, wait, PERMISSION)
     if state is None:
         expired = await write(permission_expire, request_id=request_id)

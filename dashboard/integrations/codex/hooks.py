@@ -14,8 +14,10 @@ What Codex accepts back differs, and Codex refuses (fails closed on) anything el
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
@@ -32,7 +34,7 @@ from dashboard.integrations.codex.schemas import (
     CodexToolInput,
     UpdatePlanToolInput,
 )
-from dashboard.live.waiting import stop_hook_answer
+from dashboard.live.waiting import hold_for, stop_hook_answer
 from dashboard.models import Agent
 from planmode.models import PermissionRequest, RequestStatus
 from planmode.permissions import model_message, permission_expire
@@ -124,9 +126,10 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     """Held like Claude Code's until someone decides on the inbox (or a team rule does);
     nobody deciding in time answers `{}` and Codex asks in its terminal."""
     hook = shared.validate(CodexPermissionRequestInput, payload)
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     state = await shared.held(
-        write_behind(shared.permission_open, owner=owner, hook=hook),
-        hold=shared.hold_permission,
+        write_behind(shared.permission_open, owner=owner, hook=hook, held_for=wait),
+        hold=functools.partial(shared.hold_permission, wait=wait),
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )
     if state["status"] == RequestStatus.ALLOWED:

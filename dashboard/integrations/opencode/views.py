@@ -11,6 +11,7 @@ session that started it: on the board it is an agent of that session.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -48,7 +49,7 @@ from dashboard.integrations.opencode.schemas import (
     SessionEvent,
     TodoEvent,
 )
-from dashboard.live.waiting import stop_hook_answer
+from dashboard.live.waiting import hold_for, stop_hook_answer
 from dashboard.models import Agent, Client
 from planmode.permissions import permission_expire, permission_request_open, permission_state
 from todos import enforcer
@@ -276,12 +277,16 @@ def tool_request(asked: PermissionProperties) -> tuple[str, dict[str, Any], list
 
 
 def _permission_open(
-    *, owner: AbstractBaseUser, asked: PermissionProperties
+    *, owner: AbstractBaseUser, asked: PermissionProperties, held_for: float
 ) -> Outcome[dict[str, Any]]:
     resolved, changes = _observe(owner=owner, opencode_id=asked.sessionID)
     tool_name, tool_input, suggestions = tool_request(asked)
     opened = permission_request_open(
-        agent=resolved.agent, tool_name=tool_name, tool_input=tool_input, suggestions=suggestions
+        agent=resolved.agent,
+        tool_name=tool_name,
+        tool_input=tool_input,
+        suggestions=suggestions,
+        held_for=held_for,
     )
     return Outcome(permission_state(opened.request), changes.merge(opened.changes))
 
@@ -300,9 +305,10 @@ async def _permission(owner: AbstractBaseUser, asked: PermissionProperties) -> d
     within AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS answers `{}`: opencode keeps asking in its
     own window, and the request shows as expired. The plugin drops the request when opencode
     was answered there first, which expires it too."""
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     state = await held(
-        write_behind(_permission_open, owner=owner, asked=asked),
-        hold=hold_permission,
+        write_behind(_permission_open, owner=owner, asked=asked, held_for=wait),
+        hold=functools.partial(hold_permission, wait=wait),
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )
     return opencode_reply(state)

@@ -132,6 +132,7 @@ INSTALLED_APPS = [
     "dashboard",
     "todos",
     "planmode",
+    "dashboard.activity",
     "dashboard.notifications",
 ]
 
@@ -326,6 +327,12 @@ if AGENTBOARD_SESSION_IDLE_MINUTES < 0:
     raise ImproperlyConfigured("AGENTBOARD_SESSION_IDLE_MINUTES must be 0 or more.")
 
 # Largest plan accepted, in characters of markdown.
+# Agents' steps (every tool call) are kept this many days; `prune_activity` (run daily by the
+# server) deletes older ones.
+AGENTBOARD_ACTIVITY_DAYS = envfloat("AGENTBOARD_ACTIVITY_DAYS", 30.0)
+if AGENTBOARD_ACTIVITY_DAYS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_ACTIVITY_DAYS must be more than 0.")
+
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
 LOGGING = {

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from dashboard.activity.services import step_wait_record
 from dashboard.core.changes import Changes
 from dashboard.core.errors import ServiceError
 from dashboard.models import Agent
@@ -130,6 +131,7 @@ def permission_request_open(
         held_until=held,
     )
     request.agent, request.session = agent, agent.session
+    step_wait_record(agent_pk=agent.pk, tool_name=tool_name, waited_on=f"permission:{request.pk}")
     matched = _matching_rule(request)
     if matched is not None:
         rule, behavior = matched

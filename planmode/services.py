@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from dashboard.activity.services import step_wait_record
 from dashboard.core.changes import Changes
 from dashboard.core.edge import text_problem
 from dashboard.core.errors import ServiceError
@@ -203,6 +204,10 @@ def plan_submit(
         )
         session_describe(session=agent.session, title=new_plan.title)
         agent_touch(agent=agent)
+        if source != Plan.Source.IMPORT:
+            step_wait_record(
+                agent_pk=agent.pk, tool_name="ExitPlanMode", waited_on=f"plan:{new_plan.pk}"
+            )
         if source != Plan.Source.IMPORT and not agent.awaiting_plan:
             Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
             agent.awaiting_plan = True

@@ -37,10 +37,13 @@ HOOKED_EVENTS: list[tuple[str, str | None]] = [
     ("Stop", None),
     ("PreCompact", None),
     ("Notification", None),
-    # Every tool use: todo and plan tools update the board, the others count as steps for the
-    # todo reminders (and the answer can carry a reminder back to the model).
+    # Every tool use: its start and end are a step of the agent's activity; todo and plan
+    # tools update the board, the others count as steps for the todo reminders (and the answer
+    # can carry a reminder back to the model).
+    ("PreToolUse", None),
     ("PostToolUse", None),
     ("PostToolUseFailure", None),
+    ("PermissionDenied", None),
     ("StopFailure", None),
     ("TaskCreated", None),
     ("TaskCompleted", None),

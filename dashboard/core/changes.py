@@ -9,9 +9,29 @@ what browsers show, coalesced per short frame.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One tool call of an agent as a hook reported it: its start, its end, or both (a report
+    of its end alone). The app that keeps activity stores every report of a batch at once."""
+
+    agent: int
+    session: int
+    tool_use_id: str
+    tool_name: str
+    # Already bounded and made plain text by whoever reports it.
+    summary: str
+    detail: str
+    input_hash: str
+    at: datetime
+    # "running" for a start; "ok", "failed" or "denied" for an end.
+    outcome: str
+    error: str = ""
 
 
 @dataclass
@@ -46,6 +66,10 @@ class Changes:
     begun_continuations: set[int] = field(default_factory=set)
     stopped_unfinished: set[int] = field(default_factory=set)
     ended_sessions: set[int] = field(default_factory=set)
+    # Tool calls that started or ended, stored once per batch (their cards re-render too), and
+    # agents that stopped or took a new prompt: their steps still running were interrupted.
+    steps: list[StepReport] = field(default_factory=list)
+    interrupted_agents: dict[int, datetime] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(
@@ -90,7 +114,14 @@ class Changes:
         self.begun_continuations |= other.begun_continuations
         self.stopped_unfinished |= other.stopped_unfinished
         self.ended_sessions |= other.ended_sessions
+        self.steps += other.steps
+        self.interrupted_agents.update(other.interrupted_agents)
         return self
+
+    def step(self, report: StepReport) -> Changes:
+        """Record a step, and re-render its agent's card and session row."""
+        self.steps.append(report)
+        return self.agent(report.agent, report.session)
 
 
 @dataclass

@@ -128,9 +128,9 @@ class ResolvedAgent:
         return changes
 
 
-# (session_id, agent_id) -> (agent pk, owner pk). Identities never change once created, so a
-# warm agent is found and locked with one query; a deleted one is looked up afresh.
-_known_agents: dict[tuple[str, str], tuple[int, int]] = {}
+# (session_id, agent_id) -> (agent pk, owner pk, session pk). Identities never change once
+# created, so a warm agent is found and locked with one query; a deleted one is looked up afresh.
+_known_agents: dict[tuple[str, str], tuple[int, int, int]] = {}
 KNOWN_AGENTS_SIZE = 50_000
 
 
@@ -138,6 +138,15 @@ def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -
     """The pk of an agent this process has already seen for this owner, without a query."""
     known = _known_agents.get((session_id, agent_id))
     return known[0] if known is not None and known[1] == owner.pk else None
+
+
+def known_agent(
+    *, owner: AbstractBaseUser, session_id: str, agent_id: str
+) -> tuple[int, int] | None:
+    """The pks of an agent this process has already seen for this owner and of its session,
+    without a query."""
+    known = _known_agents.get((session_id, agent_id))
+    return (known[0], known[2]) if known is not None and known[1] == owner.pk else None
 
 
 def locked_row(model: type[M], *related: str, **annotations: Any) -> Callable[[int], M | None]:
@@ -203,7 +212,7 @@ def agent_resolve_for_update(
     agent = _locked_agent(agent.pk)
     if len(_known_agents) >= KNOWN_AGENTS_SIZE:
         _known_agents.clear()
-    _known_agents[(session_id, agent_id)] = (agent.pk, owner.pk)
+    _known_agents[(session_id, agent_id)] = (agent.pk, owner.pk, agent.session_id)
     _fill_in(agent, agent_type=agent_type, cwd=cwd, client=client)
     return ResolvedAgent(agent=agent, agent_created=agent_created, session_created=session_created)
 

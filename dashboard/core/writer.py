@@ -46,6 +46,9 @@ T = TypeVar("T")
 # written inside the write's own transaction so they commit with it; and the live publisher,
 # told after the commit on the event loop of the request that waits (None outside any loop).
 WithinWrite = Callable[[Changes], None]
+# Once per batch, inside its transaction, with the changes of every write that succeeded (the
+# activity app stores all their steps in one statement).
+WithinBatch = Callable[[list[Changes]], None]
 AfterCommit = Callable[..., None]  # (changes, *, loop)
 MAX_BATCH = 200
 # Writes that can wait (`write_behind`) taken into one batch: each costs a few milliseconds.
@@ -102,6 +105,7 @@ class Writer:
         # Writes that can wait, taken from the queue and not written yet.
         self._behind: collections.deque[_Job] = collections.deque()
         self.within_write: list[WithinWrite] = []
+        self.within_batch: list[WithinBatch] = []
         self.after_commit: list[AfterCommit] = []
 
     def _ensure_running(self) -> None:
@@ -226,6 +230,7 @@ class Writer:
                             left = jobs[index:]
                             break
                         outcomes.append((job, None, error))
+                self._batch_done([changes_of(result) for _, result, err in outcomes if err is None])
         except DatabaseError:
             logger.exception("a write batch of %d could not be committed", len(jobs))
             connection.close_if_unusable_or_obsolete()
@@ -237,6 +242,16 @@ class Writer:
                 _refuse(job.future, error)
             raise
         return outcomes, left
+
+    def _batch_done(self, written: list[Changes]) -> None:
+        """The per-batch listeners, each in a savepoint: what they add (a record of activity)
+        must never take the batch's writes down with it."""
+        for listener in self.within_batch:
+            try:
+                with transaction.atomic():
+                    listener(written)
+            except Exception:
+                logger.exception("a write batch's %s failed", listener.__qualname__)
 
     def _answer(self, outcomes: list[_Outcome]) -> None:
         """After the commit: answer each request, and hand what changed to the publisher."""

@@ -80,7 +80,9 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
         "Notification",
         "TaskCreated",
         "TaskCompleted",
+        "PreToolUse",
         "PostToolUseFailure",
+        "PermissionDenied",
         "StopFailure",
     ):
         [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]

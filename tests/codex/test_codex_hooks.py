@@ -6,6 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from dashboard.activity.models import Step
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.codex.schemas import CodexToolInput
 from dashboard.models import Agent, Client, Session
@@ -124,11 +125,20 @@ def test_a_resumed_session_comes_back_to_life(hook):
 
 
 def test_events_agentboard_does_not_use_change_nothing(hook):
+    later = load_fixture("post_tool_use_bash.json", hook_event_name="SomeLaterEvent")
+    del later["tool_response"]
+
+    assert hook(later).json() == {}
+    assert not Session.objects.exists()
+
+
+def test_a_command_starting_puts_its_step_on_the_board(hook):
     pre = load_fixture("post_tool_use_bash.json", hook_event_name="PreToolUse")
     del pre["tool_response"]
 
     assert hook(pre).json() == {}
-    assert not Session.objects.exists()
+    step = Step.objects.get()
+    assert (step.summary, step.outcome) == ("ls src", "running")
 
 
 def test_the_seventh_command_without_a_plan_update_reminds_the_model(hook):

@@ -22,6 +22,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
+from dashboard.activity.services import step_interrupted
+from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import (
@@ -36,7 +38,7 @@ from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
-    known_agent_pk,
+    known_agent,
     session_describe,
     token_owner,
 )
@@ -108,10 +110,20 @@ TODO_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
 # Events that do not tell that an agent moved on from a plan or permission request waiting for a
 # person: Claude Code sends them while its own prompt and the held hook both wait (or as it
 # exits: the held request then closes and the plan or request expires).
-NOT_MOVING_ON = frozenset({"PermissionRequest", "Notification", "SessionEnd"})
+# (PreToolUse: the agent's other tool calls, made in parallel, may start while one waits.)
+NOT_MOVING_ON = frozenset({"PermissionRequest", "Notification", "SessionEnd", "PreToolUse"})
 # Other events that only matter to the continuation enforcer: every tool use is a step for the
 # todo reminders, and an API error starts its cooldown.
 ENFORCER_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "StopFailure"})
+# Each tool call is a step of the agent's activity: how each event leaves it.
+STEP_OUTCOMES = {
+    "PreToolUse": "running",
+    "PostToolUse": "ok",
+    "PostToolUseFailure": "failed",
+    "PermissionDenied": "denied",
+}
+# Events after which none of the agent's tool calls is still running.
+INTERRUPTING = frozenset({"Stop", "SubagentStop", "UserPromptSubmit", "SessionEnd"})
 
 
 # --- the view ------------------------------------------------------------------------------
@@ -227,6 +239,8 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
         return _permission_request
     if event in ENFORCER_EVENTS:
         return _lifecycle
+    if event in STEP_OUTCOMES:
+        return tool_step
     return None
 
 
@@ -247,8 +261,49 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
             stop_hook_active=payload.get("stop_hook_active") is True,
             background_tasks=len(background) if isinstance(background, list) else 0,
         )
-    injection = await write(record_and_enforce, owner=owner, hook=hook, payload=payload)
+    injection = await write(
+        record_and_enforce, owner=owner, hook=hook, payload=payload, step=hook_step(payload)
+    )
     return enforcer.additional_context(hook.hook_event_name, injection.text)
+
+
+def hook_step(payload: Mapping[str, Any]) -> StepDraft | None:
+    """The step a tool event reports (its start or its end), summarised before it reaches the
+    writer; None for other events."""
+    outcome = STEP_OUTCOMES.get(str(payload.get("hook_event_name")))
+    if outcome is None:
+        return None
+    if outcome == "failed" and payload.get("is_interrupt") is True:
+        outcome = "interrupted"
+    return step_draft(
+        tool_use_id=payload.get("tool_use_id"),
+        tool_name=payload.get("tool_name"),
+        tool_input=payload.get("tool_input"),
+        at=timezone.now(),
+        outcome=outcome,
+        error=payload.get("error"),
+        cwd=str(payload.get("cwd") or ""),
+    )
+
+
+async def tool_step(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """A tool call starts (PreToolUse) or is denied: a step on the board, nothing to answer."""
+    hook = validate(HookInput, payload)
+    step = hook_step(payload)
+    if step is not None:
+        await write(step_record, owner=owner, hook=hook, step=step)
+    return {}
+
+
+def step_record(*, owner: AbstractBaseUser, hook: HookInput, step: StepDraft) -> Outcome[None]:
+    """Record a step of an agent. For an agent this process knows, no query at all: the
+    writer stores the batch's steps together."""
+    known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
+    if known is not None:
+        return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
+    resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
+    agent = resolved.agent
+    return Outcome(None, changes.step(step.report(agent=agent.pk, session=agent.session_id)))
 
 
 def record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
@@ -269,27 +324,33 @@ def _agent_exists(*, owner: AbstractBaseUser, hook: HookInput) -> bool:
 
 
 def record_and_enforce(
-    *, owner: AbstractBaseUser, hook: HookInput, payload: dict[str, Any]
+    *,
+    owner: AbstractBaseUser,
+    hook: HookInput,
+    payload: dict[str, Any],
+    step: StepDraft | None = None,
 ) -> enforcer.Injection:
-    """Record the event; returns the reminder or re-injected list for the model, if any (and,
-    with a prompt, the message of a reviewer who stopped the agent)."""
+    """Record the event (and the `step` it reports); returns the reminder or re-injected list
+    for the model, if any (and, with a prompt, the message of a reviewer who stopped the
+    agent)."""
     event = hook.hook_event_name
     tool_name = str(payload.get("tool_name") or "")
     tool_use_id = str(payload.get("tool_use_id") or "")
     if event == "PostToolUse" and tool_use_id and tool_name not in enforcer.TODO_TOOLS:
-        agent_pk = known_agent_pk(
-            owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id
-        )
-        if agent_pk is not None and enforcer.quiet_step(
-            agent_pk=agent_pk,
+        known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
+        if known is not None and enforcer.quiet_step(
+            agent_pk=known[0],
             owner_pk=owner.pk,
             key=tool_use_id,
             permission_mode=hook.permission_mode,
             agent_type=hook.agent_type or "",
             cwd=hook.cwd,
         ):
-            return enforcer.Injection()
-    # A plain tool use changes nothing visible on its own: no board update for it.
+            changes = Changes()
+            if step is not None:
+                changes.step(step.report(agent=known[0], session=known[1]))
+            return enforcer.Injection(changes=changes)
+    # A plain tool use changes nothing visible on its own but its step.
     resolved, changes = hook_observe(
         owner=owner,
         hook=hook,
@@ -307,6 +368,8 @@ def record_and_enforce(
                 message=str(payload.get("message") or ""),
             )
         )
+    if step is not None:
+        changes.step(step.report(agent=resolved.agent.pk, session=resolved.agent.session_id))
     injection = enforcer.on_hook(
         agent=resolved.agent,
         event=event,
@@ -383,6 +446,9 @@ def hook_observe(
             changes.agent(other.pk, other.session_id)
     if event == "SessionEnd":
         changes.ended_sessions.add(session.pk)
+    if event in INTERRUPTING:
+        for stopped in changed_agents if event == "SessionEnd" else [agent]:
+            step_interrupted(changes, agent_pk=stopped.pk, at=now)
     if agent.awaiting_plan and event != "Notification":
         changes.merge(
             agent_moved_on(
@@ -415,7 +481,9 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         change: TodoChange = lambda current: [item.as_wire() for item in todos]  # noqa: E731
     elif hook.tool_name == "TaskCreate":
         change = _task_create(hook)
-        await write(_subagent_task_created, owner=owner, hook=hook, change=change)
+        await write(
+            _subagent_task_created, owner=owner, hook=hook, change=change, step=hook_step(payload)
+        )
         return {}
     else:
         change = _task_update(validate(TaskUpdateToolInput, hook.tool_input, loc=("tool_input",)))
@@ -428,6 +496,7 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         # Rewriting a list unchanged is still a TodoWrite worth a revision; a Task tool call
         # that changes nothing (an unknown task id) is not.
         record_unchanged=hook.tool_name == "TodoWrite",
+        step=hook_step(payload),
     )
     return {}
 
@@ -478,7 +547,7 @@ def _task_update(update: TaskUpdateToolInput) -> TodoChange:
 
 
 def _subagent_task_created(
-    *, owner: AbstractBaseUser, hook: ToolHookInput, change: TodoChange
+    *, owner: AbstractBaseUser, hook: ToolHookInput, change: TodoChange, step: StepDraft | None
 ) -> Outcome[None]:
     """A TaskCreate's own hook. When a subagent made the task, Claude Code 2.1.19x sent its
     TaskCreated first without an agent_id, so it may be on the main agent's card: it moves."""
@@ -488,6 +557,7 @@ def _subagent_task_created(
         change=change,
         idempotency_key=hook.tool_use_id,
         record_unchanged=False,
+        step=step,
     )
     if hook.agent_id is None or hook.agent_id == hook.session_id:
         return outcome
@@ -573,13 +643,17 @@ def todos_change(
     change: TodoChange,
     idempotency_key: str | None,
     record_unchanged: bool,
+    step: StepDraft | None = None,
 ) -> Outcome[None]:
     """Read the agent's list, apply `change` and store the result as a hook revision, all under
-    the agent's row lock so concurrent Task tool hooks cannot lose each other's items."""
+    the agent's row lock so concurrent Task tool hooks cannot lose each other's items. The tool
+    call is a `step` too."""
     with transaction.atomic(savepoint=False):
         # The write below records the activity precisely; observing may be coarse.
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
         agent = resolved.agent
+        if step is not None:
+            changes.step(step.report(agent=agent.pk, session=agent.session_id))
         # A hook delivered twice (retries, or both the HTTP and the command hook installed)
         # must not apply its change again on top of later ones.
         if idempotency_key and revision_key_used(agent=agent, key=idempotency_key):
@@ -731,7 +805,7 @@ async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
     """After an approved ExitPlanMode: the reviewer's notes reach the model as context (a
     PermissionRequest allow cannot carry them)."""
     hook = validate(ToolHookInput, payload)
-    notes = (await write(_approval_notes, owner=owner, hook=hook)).value
+    notes = (await write(_approval_notes, owner=owner, hook=hook, step=hook_step(payload))).value
     if not notes:
         return {}
     return {
@@ -745,10 +819,14 @@ async def _plan_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
     }
 
 
-def _approval_notes(*, owner: AbstractBaseUser, hook: ToolHookInput) -> Outcome[str]:
+def _approval_notes(
+    *, owner: AbstractBaseUser, hook: ToolHookInput, step: StepDraft | None
+) -> Outcome[str]:
     with transaction.atomic(savepoint=False):
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
         agent = resolved.agent
+        if step is not None:
+            changes.step(step.report(agent=agent.pk, session=agent.session_id))
         approved = agent.plans.filter(status=PlanStatus.APPROVED)
         plan_text = hook.tool_input.get("plan")
         if isinstance(plan_text, str) and plan_text.strip():

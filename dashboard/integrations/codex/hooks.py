@@ -23,6 +23,7 @@ from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
+from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
@@ -59,6 +60,8 @@ async def codex_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonRespo
     event, tool = picked.hook_event_name, picked.tool_name
     if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
         return JsonResponse(await _lifecycle(owner, payload))
+    if event == "PreToolUse":
+        return JsonResponse(await shared.tool_step(owner, payload))
     if event in STOP_EVENTS:
         return JsonResponse(await _stop(owner, payload))
     if event == "PostToolUse":
@@ -72,12 +75,18 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     """Record the event on the board; a reminder or the re-injected list goes back as context.
     A tool's input and result are not looked into (any shape passes): a use is one step."""
     hook = shared.validate(CodexHookInput, payload)
-    injection = await write(_record_and_enforce, owner=owner, hook=hook, payload=payload)
+    injection = await write(
+        _record_and_enforce, owner=owner, hook=hook, payload=payload, step=shared.hook_step(payload)
+    )
     return enforcer.additional_context(hook.hook_event_name, injection.text)
 
 
 def _record_and_enforce(
-    *, owner: AbstractBaseUser, hook: CodexHookInput, payload: dict[str, Any]
+    *,
+    owner: AbstractBaseUser,
+    hook: CodexHookInput,
+    payload: dict[str, Any],
+    step: StepDraft | None,
 ) -> enforcer.Injection:
     if hook.hook_event_name == "UserPromptSubmit":
         # A new prompt: the reviewer's "deny and stop" messages of the turn before reached the
@@ -89,7 +98,7 @@ def _record_and_enforce(
             interrupt=True,
             message_told_at__isnull=True,
         ).update(message_told_at=timezone.now())
-    return shared.record_and_enforce(owner=owner, hook=hook, payload=payload)
+    return shared.record_and_enforce(owner=owner, hook=hook, payload=payload, step=step)
 
 
 async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
@@ -118,6 +127,7 @@ async def _plan_updated(owner: AbstractBaseUser, payload: dict[str, Any]) -> Out
         change=lambda current: items,
         idempotency_key=hook.tool_use_id,
         record_unchanged=True,
+        step=shared.hook_step(payload),
     )
     return {}
 

@@ -1,9 +1,9 @@
 """What the Agentboard plugin for opencode sends to `POST /hooks/opencode`.
 
-The plugin forwards opencode's own bus events as they are (`{"type", "properties"}`), plus two
-of its own, `agentboard.activity` and `agentboard.other_enforcer`. Validated leniently like
-Claude Code's hooks: opencode adds fields between versions, so unknown fields pass and only
-what Agentboard uses is required and checked as strictly as any API body.
+The plugin forwards opencode's own bus events as they are (`{"type", "properties"}`), plus three
+of its own, `agentboard.activity`, `agentboard.other_enforcer` and `agentboard.tool`. Validated
+leniently like Claude Code's hooks: opencode adds fields between versions, so unknown fields pass
+and only what Agentboard uses is required and checked as strictly as any API body.
 """
 
 from __future__ import annotations
@@ -101,6 +101,24 @@ class OtherEnforcerEvent(Lenient):
     properties: OtherEnforcerProperties
 
 
+class ToolProperties(SessionRef):
+    # opencode's id of the call, and its tool ("bash", "edit", an MCP server's "github_…").
+    callID: RequestId
+    tool: Annotated[str, Field(min_length=1, max_length=200)]
+    # "running" when it starts, "completed" or "error" when it ends.
+    status: Literal["running", "completed", "error"]
+    # Its arguments: only summarised and hashed, never stored as they are.
+    input: Any = None
+    error: Any = None
+
+
+class ToolEvent(Lenient):
+    """A tool call starting or ending, from opencode's tool parts (the plugin's own event)."""
+
+    type: Literal["agentboard.tool"]
+    properties: ToolProperties
+
+
 class PermissionProperties(SessionRef):
     id: RequestId
     # What opencode asks to do: "bash", "edit", "webfetch", ...
@@ -128,6 +146,7 @@ Event = Annotated[
     | ErrorEvent
     | ActivityEvent
     | OtherEnforcerEvent
+    | ToolEvent
     | PermissionEvent,
     Field(discriminator="type"),
 ]
@@ -141,6 +160,7 @@ HANDLED = frozenset(
         "session.error",
         "agentboard.activity",
         "agentboard.other_enforcer",
+        "agentboard.tool",
         "permission.asked",
     }
 )

@@ -21,11 +21,13 @@ from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
+from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
+    known_agent,
     session_describe,
 )
 from dashboard.core.writer import write, write_behind
@@ -48,6 +50,8 @@ from dashboard.integrations.opencode.schemas import (
     PermissionProperties,
     SessionEvent,
     TodoEvent,
+    ToolEvent,
+    ToolProperties,
 )
 from dashboard.live.waiting import hold_for, stop_hook_answer
 from dashboard.models import Agent, Client
@@ -87,6 +91,8 @@ async def _handle(owner: AbstractBaseUser, event: Any) -> dict[str, Any]:
         return await _idle(owner, event)
     elif isinstance(event, PermissionEvent):
         return await _permission(owner, event.properties)
+    elif isinstance(event, ToolEvent):
+        await _tool(owner, event.properties)
     elif isinstance(event, ErrorEvent | ActivityEvent | OtherEnforcerEvent):
         await write(_enforcer_event, owner=owner, event=event)
     return {}
@@ -204,6 +210,35 @@ def _todos_replace(*, owner: AbstractBaseUser, event: TodoEvent) -> Outcome[None
         resolved=resolved, old_items=current, new_items=new, source=TodoRevision.Source.HOOK
     )
     return Outcome(None, changes.merge(written.changes))
+
+
+# --- tool calls: the agent's steps ------------------------------------------------------------
+
+STEP_OUTCOMES = {"running": "running", "completed": "ok", "error": "failed"}
+
+
+async def _tool(owner: AbstractBaseUser, call: ToolProperties) -> None:
+    step = step_draft(
+        tool_use_id=call.callID,
+        tool_name=call.tool,
+        tool_input=call.input,
+        at=timezone.now(),
+        outcome=STEP_OUTCOMES[call.status],
+        error=call.error,
+    )
+    if step is not None:
+        await write(_step_record, owner=owner, opencode_id=call.sessionID, step=step)
+
+
+def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) -> Outcome[None]:
+    """A main agent this process knows costs no query (the writer stores the batch's steps
+    together); a subagent's session is placed first."""
+    known = known_agent(owner=owner, session_id=opencode_id, agent_id=opencode_id)
+    if known is not None:
+        return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
+    resolved, changes = _observe(owner=owner, opencode_id=opencode_id)
+    agent = resolved.agent
+    return Outcome(None, changes.step(step.report(agent=agent.pk, session=agent.session_id)))
 
 
 # --- the continuation enforcer ---------------------------------------------------------------

@@ -71,6 +71,7 @@ export const AgentboardPlugin = async ({ client }) => {
   const ownPrompts = new Set() // sessions our continuation prompt is on its way to
   const userMessages = new Set() // ids of user messages already reported
   const otherEnforcer = new Set() // sessions where the other enforcer was reported
+  const toolCalls = new Map() // callID -> the last status of it reported
 
   // Asked once the first session exists: asking while opencode loads its plugins would wait
   // for this very plugin.
@@ -122,6 +123,35 @@ export const AgentboardPlugin = async ({ client }) => {
       .catch((error) => log("warn", `Could not answer permission request ${id}: ${error}`))
   }
 
+  // A tool call starting or ending is a step on the board. Long texts in its input are cut
+  // (the board only summarises and hashes it; a huge write must not be refused for its size).
+  const shortened = (value, depth = 0) => {
+    if (typeof value === "string") return value.length > 4000 ? value.slice(0, 4000) : value
+    if (depth > 3 || value === null || typeof value !== "object") return value
+    if (Array.isArray(value)) return value.slice(0, 50).map((item) => shortened(item, depth + 1))
+    return Object.fromEntries(
+      Object.entries(value).slice(0, 50).map(([key, item]) => [key, shortened(item, depth + 1)]),
+    )
+  }
+  function toolPart(part) {
+    const status = part.state?.status
+    if (!["running", "completed", "error"].includes(status) || !part.callID) return
+    if (toolCalls.get(part.callID) === status) return
+    if (toolCalls.size > 1000) toolCalls.clear()
+    toolCalls.set(part.callID, status)
+    post({
+      type: "agentboard.tool",
+      properties: {
+        sessionID: part.sessionID,
+        callID: part.callID,
+        tool: part.tool,
+        status,
+        input: shortened(part.state.input),
+        error: typeof part.state.error === "string" ? part.state.error.slice(0, 1000) : null,
+      },
+    })
+  }
+
   function sawActivity(sessionID) {
     if (countdowns.get(sessionID) === false) {
       countdowns.set(sessionID, true)
@@ -150,6 +180,7 @@ export const AgentboardPlugin = async ({ client }) => {
         if (ownPrompts.delete(sessionID)) return
         activity(sessionID, "prompt")
       }
+      if (event.type === "message.part.updated" && props.part?.type === "tool") toolPart(props.part)
       if (event.type === "message.part.updated" && props.part?.type === "text") {
         if (OTHER_DIRECTIVE.test(props.part.text || "")) reportOtherEnforcer(props.part.sessionID)
       }

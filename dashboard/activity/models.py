@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from django.db import models
+
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
+
+SUMMARY_CHARS = 300
+DETAIL_CHARS = 100
+
+
+class Outcome(models.TextChoices):
+    RUNNING = "running", "running"
+    OK = "ok", "ok"
+    FAILED = "failed", "failed"
+    DENIED = "denied", "denied"
+    INTERRUPTED = "interrupted", "interrupted"
+
+
+class Step(models.Model):
+    """One tool call of an agent, from its start (or, when only its end was reported, from its
+    end) to its end. Append-only apart from its own end; pruned by age (`prune_activity`)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="steps")
+    # The agent's session, kept on the step so a session's activity is read by one index.
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="steps")
+    # The agent's own id of the call (Claude Code's and Codex's tool_use_id, opencode's callID).
+    tool_use_id = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH)
+    tool_name = models.CharField(max_length=200)
+    # What a person reads: the command, the file, the URL, "server · tool" (`summaries`).
+    summary = models.CharField(max_length=SUMMARY_CHARS, blank=True)
+    # Beside it: "+12 -3" for an edit, the key argument of an MCP tool, a subagent's type.
+    detail = models.CharField(max_length=DETAIL_CHARS, blank=True)
+    # The tool and its whole input, hashed: the same call made again has the same hash.
+    input_hash = models.CharField(max_length=32, blank=True)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.RUNNING)
+    # A failed call's error, its first line.
+    error = models.CharField(max_length=SUMMARY_CHARS, blank=True)
+    # What it waited on a person for, as "permission:<id>" or "plan:<id>" (set by planmode).
+    waited_on = models.CharField(max_length=40, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "tool_use_id"], name="one_step_per_tool_call")
+        ]
+        indexes = [
+            # The latest step of an agent and of a session; a session's activity in order.
+            models.Index(fields=["agent", "started_at", "id"], name="step_agent_time"),
+            models.Index(fields=["session", "started_at", "id"], name="step_session_time"),
+            # Pruning by age.
+            models.Index(fields=["started_at"], name="step_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} {self.summary}"[:80]
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.ended_at is None:
+            return None
+        return max(0.0, (self.ended_at - self.started_at).total_seconds())

@@ -1,0 +1,163 @@
+"""Reads of activity: what each agent (and each session) is doing now, and a session's steps."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import OuterRef, Q, Subquery
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from dashboard.activity.models import Outcome, Step
+from dashboard.activity.summaries import tool_kind
+from dashboard.models import Agent, Session
+
+# No event for this long and an agent is idle, no longer thinking between two steps.
+IDLE_AFTER = timedelta(minutes=5)
+PAGE_SIZE = 100
+MAX_PAGE_SIZE = 500
+
+VERBS = {
+    "bash": "Running",
+    "edit": "Editing",
+    "multiedit": "Editing",
+    "notebookedit": "Editing",
+    "write": "Writing",
+    "read": "Reading",
+    "grep": "Searching",
+    "glob": "Finding",
+    "webfetch": "Fetching",
+    "websearch": "Searching the web for",
+    "task": "Delegating",
+    "agent": "Delegating",
+    "todowrite": "Updating its todo list",
+    "update_plan": "Updating its plan",
+}
+
+
+@dataclass(frozen=True)
+class NowLine:
+    """The activity line of a card or row: a step running, thinking between steps, or idle."""
+
+    state: str  # "running", "thinking" or "idle"
+    since: datetime
+    verb: str = ""
+    subject: str = ""
+    detail: str = ""
+    # When a line that reads "thinking" turns into "idle" unless something happens first.
+    idle_at: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        """The line as plain words (the overview's filter searches it)."""
+        if self.state != "running":
+            return "Thinking" if self.state == "thinking" else "Idle"
+        return f"{self.verb} {self.subject}".strip()
+
+
+def step_verb(tool_name: str) -> str:
+    if tool_name.startswith("mcp__"):
+        return "Calling"
+    return VERBS.get(tool_kind(tool_name), f"Using {tool_name}")
+
+
+def now_line(
+    step: Step | None, *, last_event: datetime, running: bool, now: datetime | None = None
+) -> NowLine | None:
+    """What the agent (or session) whose latest step is `step` is doing at `now`. None once it
+    stopped, or before its first step."""
+    if not running or step is None:
+        return None
+    now = now or timezone.now()
+    if step.outcome == Outcome.RUNNING:
+        return NowLine(
+            state="running",
+            since=step.started_at,
+            verb=step_verb(step.tool_name),
+            subject=step.summary,
+            detail=step.detail,
+        )
+    last = max(last_event, step.ended_at or step.started_at)
+    if now - last >= IDLE_AFTER:
+        return NowLine(state="idle", since=last)
+    return NowLine(
+        state="thinking", since=step.ended_at or step.started_at, idle_at=last + IDLE_AFTER
+    )
+
+
+def _latest_of(owner_field: str) -> Subquery:
+    return Subquery(
+        Step.objects.filter(**{owner_field: OuterRef("pk")})
+        .order_by("-started_at", "-pk")
+        .values("pk")[:1]
+    )
+
+
+def latest_steps_by_agent(agent_pks: list[int]) -> dict[int, Step]:
+    """Each agent's latest step, in one query: one index seek per agent, however many steps."""
+    if not agent_pks:
+        return {}
+    latest = Agent.objects.filter(pk__in=agent_pks).values(latest=_latest_of("agent_id"))
+    return {step.agent_id: step for step in Step.objects.filter(pk__in=latest)}
+
+
+def latest_steps_by_session(session_pks: list[int]) -> dict[int, Step]:
+    """Each session's latest step (of any of its agents), in one query."""
+    if not session_pks:
+        return {}
+    latest = Session.objects.filter(pk__in=session_pks).values(latest=_latest_of("session_id"))
+    return {step.session_id: step for step in Step.objects.filter(pk__in=latest)}
+
+
+@dataclass(frozen=True)
+class StepPage:
+    steps: list[Step]
+    next_cursor: str | None
+
+
+def session_steps(
+    *,
+    session: Session,
+    after: str | None = None,
+    agent_id: str | None = None,
+    tool: str | None = None,
+    failures_only: bool = False,
+    limit: int = PAGE_SIZE,
+) -> StepPage:
+    """A session's steps in the order they started, a page at a time (keyset: the cursor is
+    the last step's start and id, so a page costs the same on the first day and after a year)."""
+    limit = max(1, min(limit, MAX_PAGE_SIZE))
+    steps = Step.objects.filter(session=session).select_related("agent")
+    if agent_id:
+        steps = steps.filter(agent__agent_id=agent_id)
+    if tool:
+        steps = steps.filter(tool_name=tool)
+    if failures_only:
+        steps = steps.filter(outcome=Outcome.FAILED)
+    if after:
+        started_at, pk = decode_cursor(after)
+        steps = steps.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, pk__gt=pk))
+    page = list(steps.order_by("started_at", "pk")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return StepPage(page, encode_cursor(page[-1]) if more else None)
+
+
+def encode_cursor(step: Step) -> str:
+    raw = f"{step.started_at.isoformat()}|{step.pk}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    """Raises ValueError for a cursor this server did not hand out."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        moment, _, pk = raw.partition("|")
+        started_at = parse_datetime(moment)
+        if started_at is None:
+            raise ValueError
+        return started_at, int(pk)
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("not a cursor of this list") from None

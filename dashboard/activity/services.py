@@ -1,0 +1,104 @@
+"""Writes of activity: every step of a batch in one statement, waits, interruptions, pruning."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard.activity.models import Outcome, Step
+from dashboard.core.changes import Changes, StepReport
+
+# What a later report of the same call changes (its start and what it waited on stay).
+UPDATED_ON_CONFLICT = [
+    "tool_name",
+    "summary",
+    "detail",
+    "input_hash",
+    "ended_at",
+    "outcome",
+    "error",
+]
+
+
+def steps_store(written: list[Changes]) -> None:
+    """The writer's per-batch step: store every step reported by the batch's writes in one
+    upsert (a call's end updates its start), then end the running steps of agents that were
+    interrupted. Runs no query for a batch without any."""
+    reports = [report for changes in written for report in changes.steps]
+    interrupted: dict[int, datetime] = {}
+    for changes in written:
+        interrupted.update(changes.interrupted_agents)
+    if reports:
+        Step.objects.bulk_create(
+            _merged(reports),
+            update_conflicts=True,
+            unique_fields=["agent", "tool_use_id"],
+            update_fields=UPDATED_ON_CONFLICT,
+        )
+    for agent_pk, at in interrupted.items():
+        Step.objects.filter(agent_id=agent_pk, outcome=Outcome.RUNNING, started_at__lte=at).update(
+            outcome=Outcome.INTERRUPTED, ended_at=at
+        )
+
+
+def _merged(reports: list[StepReport]) -> list[Step]:
+    """One row per call: the start and the end of a call reported in the same batch (or the
+    same report delivered twice) become one, as an upsert must affect a row only once."""
+    steps: dict[tuple[int, str], Step] = {}
+    for report in reports:
+        key = (report.agent, report.tool_use_id)
+        ended = report.outcome != Outcome.RUNNING
+        step = steps.get(key)
+        if step is None:
+            steps[key] = Step(
+                agent_id=report.agent,
+                session_id=report.session,
+                tool_use_id=report.tool_use_id,
+                tool_name=report.tool_name,
+                summary=report.summary,
+                detail=report.detail,
+                input_hash=report.input_hash,
+                started_at=report.at,
+                ended_at=report.at if ended else None,
+                outcome=report.outcome,
+                error=report.error,
+            )
+            continue
+        step.tool_name = report.tool_name
+        step.summary = report.summary or step.summary
+        step.detail = report.detail or step.detail
+        step.input_hash = report.input_hash or step.input_hash
+        if ended:
+            step.ended_at, step.outcome, step.error = report.at, report.outcome, report.error
+        step.started_at = min(step.started_at, report.at)
+    return list(steps.values())
+
+
+def step_interrupted(changes: Changes, *, agent_pk: int, at: datetime | None = None) -> Changes:
+    """The agent stopped or took a new prompt: a call of its still running did not end well."""
+    changes.interrupted_agents[agent_pk] = at or timezone.now()
+    return changes
+
+
+def step_wait_record(*, agent_pk: int, tool_name: str, waited_on: str) -> None:
+    """A person is asked about this agent's running call of `tool_name` (a permission request,
+    a plan): its step says so. Inside the writer's transaction."""
+    assert transaction.get_connection().in_atomic_block
+    latest = (
+        Step.objects.filter(agent_id=agent_pk, tool_name=tool_name, outcome=Outcome.RUNNING)
+        .order_by("-started_at", "-pk")
+        .values("pk")[:1]
+    )
+    Step.objects.filter(pk__in=latest).update(waited_on=waited_on[:40])
+
+
+def activity_prune(*, days: float | None = None, now: datetime | None = None) -> int:
+    """Delete the steps that started more than `days` (AGENTBOARD_ACTIVITY_DAYS) ago; returns
+    how many. Todo revisions, plans and decisions are kept."""
+    days = settings.AGENTBOARD_ACTIVITY_DAYS if days is None else days
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    deleted, _ = Step.objects.filter(started_at__lt=cutoff).delete()
+    return deleted

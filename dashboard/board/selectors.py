@@ -10,6 +10,12 @@ from datetime import datetime
 
 from django.utils.text import Truncator
 
+from dashboard.activity.selectors import (
+    NowLine,
+    latest_steps_by_agent,
+    latest_steps_by_session,
+    now_line,
+)
 from dashboard.core.sql import PreparedQuery, rows_in
 from dashboard.models import Agent, Session
 from planmode.inbox import InboxItem, sessions_waiting, waiting_by_agent, waiting_by_session
@@ -68,6 +74,8 @@ class AgentCard:
     hidden_after: int = 0
     # What of this agent waits on a person (a plan, a permission request, …): the card says so.
     waits: list[InboxItem] = field(default_factory=list)
+    # What it is doing this second: its running step, thinking between steps, or idle.
+    now: NowLine | None = None
 
     @property
     def next_pending(self) -> Todo | None:
@@ -87,6 +95,8 @@ class SessionSummary:
     flag_count: int = 0
     # What waits on a person in this session, oldest first (`planmode.inbox.waiting`).
     waits: list[InboxItem] = field(default_factory=list)
+    # What its agents are doing this second (the latest step of any of them).
+    now: NowLine | None = None
 
     @property
     def first_wait(self) -> InboxItem | None:
@@ -134,6 +144,7 @@ class _CardParts:
     counting: list[Continuation] = field(default_factory=list)
     recent_flags: list[EnforcerEvent] = field(default_factory=list)
     waits: list[InboxItem] = field(default_factory=list)
+    now: NowLine | None = None
 
 
 def _card(agent: Agent, parts: _CardParts) -> AgentCard:
@@ -162,6 +173,7 @@ def _card(agent: Agent, parts: _CardParts) -> AgentCard:
         all_done=all_done,
         countdown=parts.counting[0] if parts.counting else None,
         flag_history=parts.recent_flags,
+        now=parts.now,
         shown=todos[start:end],
         hidden_before=start,
         hidden_after=len(todos) - end,
@@ -205,7 +217,7 @@ _RECENT_FLAGS = """
 
 
 def _cards(agents: list[Agent]) -> list[AgentCard]:
-    """The cards of these agents (their session and tracking rows loaded), in five queries, and
+    """The cards of these agents (their session and tracking rows loaded), in six queries, and
     one more per kind of thing that waits on a person, if any does."""
     parts = {agent.pk: _CardParts() for agent in agents}
     pks = list(parts)
@@ -219,6 +231,13 @@ def _cards(agents: list[Agent]) -> list[AgentCard]:
     flag_pks = [pk for (pk,) in rows_in(_RECENT_FLAGS, pks, recent)] if pks else []
     for event in _events.rows(flag_pks):
         parts[event.agent_id].recent_flags.append(event)
+    latest = latest_steps_by_agent(pks)
+    for agent in agents:
+        parts[agent.pk].now = now_line(
+            latest.get(agent.pk),
+            last_event=agent.last_seen_at,
+            running=agent.status == Agent.Status.RUNNING,
+        )
     return [_card(agent, parts[agent.pk]) for agent in agents]
 
 
@@ -287,6 +306,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
             text = Truncator(active_form or content).chars(QUOTED_CHARS)
             activity[session_pk] = (bool(is_main), text)
     waits = waiting_by_session(ids)
+    latest = latest_steps_by_session(ids)
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -304,6 +324,11 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                 current_activity=activity.get(session.pk, (False, ""))[1],
                 flag_count=flagged[session.pk],
                 waits=waits.get(session.pk, []),
+                now=now_line(
+                    latest.get(session.pk),
+                    last_event=session.last_seen_at,
+                    running=session.is_active,
+                ),
             )
         )
     return summaries

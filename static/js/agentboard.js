@@ -73,6 +73,22 @@
   }
   setInterval(function () { refreshTimes(document); }, 10000);
 
+  /* What an agent is doing now ticks by the second; "Thinking" between two steps turns into
+     "Idle" when nothing happened for a while (data-idle-at, from the server). */
+  function refreshNow(root) {
+    (root.querySelectorAll ? root.querySelectorAll("[data-now]") : []).forEach(function (el) {
+      var idleAt = el.getAttribute("data-idle-at");
+      if (idleAt && el.getAttribute("data-now") === "thinking" && Date.now() >= new Date(idleAt).getTime()) {
+        el.setAttribute("data-now", "idle");
+        el.className = el.className.replace("is-thinking", "is-idle");
+        var word = el.querySelector(".now-word");
+        if (word) word.textContent = "Idle";
+      }
+      refreshTimes(el);
+    });
+  }
+  setInterval(function () { refreshNow(document); }, 1000);
+
   /* Overview filters: running (with what waits on me) / waiting on me / all, plus free text.
      The chip is remembered in this browser, the text for this tab. */
   var FILTER = "agentboard.filter";

@@ -4,6 +4,8 @@ fragment framed once and written to every connection (`dashboard.live.boards`)."
 from __future__ import annotations
 
 import asyncio
+import json
+import urllib.request
 
 from tests.conftest import parse_html
 from tests.e2e import test_board_live as board_live
@@ -80,3 +82,48 @@ async def test_a_large_fragment_in_any_script_arrives_whole_on_every_board(agent
     items = parse_html(shown[0]).find_all("li", cls="is-pending")
     assert items  # the card's window of a long list
     assert all(item.text().strip().endswith("ü" * 150) for item in items)
+
+
+def post_hook(server: LiveServer, payload: dict) -> dict:
+    request = urllib.request.Request(
+        f"{server.url}/hooks/claude-code",
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def tool_hook(event: str, **changes) -> dict:
+    return {
+        "session_id": SESSION,
+        "cwd": "/home/dev/shop",
+        "hook_event_name": event,
+        "tool_name": "Bash",
+        "tool_input": {"command": "pytest tests/api"},
+        "tool_use_id": "toolu_live_1",
+        **changes,
+    }
+
+
+async def test_a_card_and_its_row_show_a_step_starting_and_ending_live(agentboard_server):
+    server = agentboard_server
+    put_todos(server, [{"content": "Test", "status": "in_progress", "activeForm": "Testing"}])
+    [board] = await open_boards(server, 1)
+    overview, _ = await server.open_board(server.log_in())
+    try:
+        post_hook(server, tool_hook("PreToolUse"))
+        card = parse_html(await first_showing(board, "pytest tests/api"))
+        row = parse_html(await first_showing(overview, "pytest tests/api"))
+        post_hook(server, tool_hook("PostToolUse", tool_response={"stdout": "ok"}))
+        thinking = parse_html(await first_showing(board, "Thinking"))
+    finally:
+        await asyncio.gather(board.close(), overview.close())
+
+    now = card.find("article").find(cls="now")
+    assert now.attrs["data-now"] == "running"
+    assert now.text().startswith("▶ Running pytest tests/api · ")
+    assert now.find("code").text() == "pytest tests/api"
+    assert row.find("li").find(cls="now").attrs["data-now"] == "running"
+    assert thinking.find(cls="now").attrs["data-now"] == "thinking"

@@ -84,7 +84,8 @@ def test_a_flush_costs_the_same_queries_for_one_card_or_five_with_their_history(
 
     one, groups = flush_cost(1)
     five, _ = flush_cost(5)
-    assert one == five <= 13
+    # (Two of them read the latest step of the cards' agents and of the row's session.)
+    assert one == five <= 15
     assert len(groups) == 2  # the session's board and the overview
 
 

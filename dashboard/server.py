@@ -189,11 +189,13 @@ class AgentboardServer(Server):
         gc.freeze()
 
     def _sweep_idle_sessions(self) -> None:
+        from dashboard.activity.services import activity_prune_forever
         from dashboard.board.idle import end_idle_sessions_forever, expire_orphans_forever
 
         # Kept on the server: the event loop holds only a weak reference to its tasks.
         self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())
         self.orphan_sweep = asyncio.get_event_loop().create_task(expire_orphans_forever())
+        self.activity_pruning = asyncio.get_event_loop().create_task(activity_prune_forever())
 
     def _deliver_notifications(self) -> None:
         from dashboard.notifications.worker import deliver_forever
@@ -240,6 +242,7 @@ class AgentboardServer(Server):
         watch_for(loop).stop()
         self.idle_sweep.cancel()
         self.orphan_sweep.cancel()
+        self.activity_pruning.cancel()
         # Deliveries being sent are freed for another process (or the next start) to send.
         self.notifier.cancel()
         for protocol in list(self.connections):

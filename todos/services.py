@@ -19,10 +19,11 @@ from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
     idempotent_replay,
+    session_of_owner,
     validate_id,
 )
 from dashboard.core.sql import any_row
-from dashboard.models import Agent, PermissionMode, Session
+from dashboard.models import Agent, PermissionMode
 from todos import enforcer
 from todos.models import TodoRevision, TodoStatus
 from todos.schemas import Progress, TodoItem
@@ -344,13 +345,7 @@ def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
     """A session of this owner with every agent's current list and progress, in two queries
     (three when an agent completed its whole list).
     Unknown, or another user's, is the same 404."""
-    session = Session.objects.filter(session_id=session_id, owner=owner).first()
-    if session is None:
-        raise ServiceError(
-            "session_not_found",
-            "No session with this id was reported with your token.",
-            status=404,
-        )
+    session = session_of_owner(owner=owner, session_id=session_id)
     agents = list(session.agents.order_by("started_at", "pk"))
     todos: dict[int, list[dict[str, str]]] = {agent.pk: [] for agent in agents}
     with connection.cursor() as cursor:

@@ -8,7 +8,7 @@ SUMMARY_CHARS = 300
 DETAIL_CHARS = 100
 
 
-class Outcome(models.TextChoices):
+class StepOutcome(models.TextChoices):
     RUNNING = "running", "running"
     OK = "ok", "ok"
     FAILED = "failed", "failed"
@@ -34,7 +34,9 @@ class Step(models.Model):
     input_hash = models.CharField(max_length=32, blank=True)
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
-    outcome = models.CharField(max_length=12, choices=Outcome.choices, default=Outcome.RUNNING)
+    outcome = models.CharField(
+        max_length=12, choices=StepOutcome.choices, default=StepOutcome.RUNNING
+    )
     # A failed call's error, its first line.
     error = models.CharField(max_length=SUMMARY_CHARS, blank=True)
     # What it waited on a person for, as "permission:<id>" or "plan:<id>" (set by planmode).

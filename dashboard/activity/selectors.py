@@ -10,7 +10,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from dashboard.activity.models import Outcome, Step
+from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.summaries import tool_kind
 from dashboard.models import Agent, Session
 
@@ -71,7 +71,7 @@ def now_line(
     if not running or step is None:
         return None
     now = now or timezone.now()
-    if step.outcome == Outcome.RUNNING:
+    if step.outcome == StepOutcome.RUNNING:
         return NowLine(
             state="running",
             since=step.started_at,
@@ -135,7 +135,7 @@ def session_steps(
     if tool:
         steps = steps.filter(tool_name=tool)
     if failures_only:
-        steps = steps.filter(outcome=Outcome.FAILED)
+        steps = steps.filter(outcome=StepOutcome.FAILED)
     if after:
         started_at, pk = decode_cursor(after)
         steps = steps.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, pk__gt=pk))

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.activity.models import Outcome, Step
-from dashboard.core.changes import Changes, StepReport
+from dashboard.activity.models import Step, StepOutcome
+from dashboard.activity.summaries import StepDraft
+from dashboard.core.changes import Changes, Outcome, StepReport
+from dashboard.core.services import agent_resolve_for_update, agent_touch, known_agent
+from dashboard.core.writer import write
+
+logger = logging.getLogger(__name__)
+
+# Old steps deleted per write; the first pruning this long after the server starts, then daily.
+PRUNE_CHUNK = 5000
+PRUNE_FIRST_AFTER = 60.0
+PRUNE_INTERVAL = 24 * 60 * 60.0
 
 # What a later report of the same call changes (its start and what it waited on stay).
 UPDATED_ON_CONFLICT = [
@@ -39,9 +52,9 @@ def steps_store(written: list[Changes]) -> None:
             update_fields=UPDATED_ON_CONFLICT,
         )
     for agent_pk, at in interrupted.items():
-        Step.objects.filter(agent_id=agent_pk, outcome=Outcome.RUNNING, started_at__lte=at).update(
-            outcome=Outcome.INTERRUPTED, ended_at=at
-        )
+        Step.objects.filter(
+            agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
+        ).update(outcome=StepOutcome.INTERRUPTED, ended_at=at)
 
 
 def _merged(reports: list[StepReport]) -> list[Step]:
@@ -50,7 +63,7 @@ def _merged(reports: list[StepReport]) -> list[Step]:
     steps: dict[tuple[int, str], Step] = {}
     for report in reports:
         key = (report.agent, report.tool_use_id)
-        ended = report.outcome != Outcome.RUNNING
+        ended = report.outcome != StepOutcome.RUNNING
         step = steps.get(key)
         if step is None:
             steps[key] = Step(
@@ -88,17 +101,63 @@ def step_wait_record(*, agent_pk: int, tool_name: str, waited_on: str) -> None:
     a plan): its step says so. Inside the writer's transaction."""
     assert transaction.get_connection().in_atomic_block
     latest = (
-        Step.objects.filter(agent_id=agent_pk, tool_name=tool_name, outcome=Outcome.RUNNING)
+        Step.objects.filter(agent_id=agent_pk, tool_name=tool_name, outcome=StepOutcome.RUNNING)
         .order_by("-started_at", "-pk")
         .values("pk")[:1]
     )
     Step.objects.filter(pk__in=latest).update(waited_on=waited_on[:40])
 
 
-def activity_prune(*, days: float | None = None, now: datetime | None = None) -> int:
-    """Delete the steps that started more than `days` (AGENTBOARD_ACTIVITY_DAYS) ago; returns
-    how many. Todo revisions, plans and decisions are kept."""
+def activity_prune(
+    *, days: float | None = None, now: datetime | None = None, limit: int = PRUNE_CHUNK
+) -> int:
+    """Delete up to `limit` of the steps that started more than `days`
+    (AGENTBOARD_ACTIVITY_DAYS) ago; returns how many. A chunk at a time, so the writer, which
+    every hook waits for, is never held long. Todo revisions, plans and decisions are kept."""
     days = settings.AGENTBOARD_ACTIVITY_DAYS if days is None else days
     cutoff = (now or timezone.now()) - timedelta(days=days)
-    deleted, _ = Step.objects.filter(started_at__lt=cutoff).delete()
+    old = list(
+        Step.objects.filter(started_at__lt=cutoff).order_by().values_list("pk", flat=True)[:limit]
+    )
+    if not old:
+        return 0
+    deleted, _ = Step.objects.filter(pk__in=old).delete()
     return deleted
+
+
+async def activity_prune_all(*, days: float | None = None) -> int:
+    """Every old step, a chunk per write; returns how many were deleted."""
+    total = 0
+    while True:
+        deleted = await write(activity_prune, days=days)
+        total += deleted
+        if deleted < PRUNE_CHUNK:
+            return total
+
+
+async def activity_prune_forever() -> None:
+    """The server's daily pruning: soon after it starts, then once a day."""
+    await asyncio.sleep(PRUNE_FIRST_AFTER)
+    while True:
+        try:
+            deleted = await activity_prune_all()
+            if deleted:
+                logger.info("deleted %d steps older than the activity kept", deleted)
+        except Exception:
+            logger.exception("could not prune old activity")
+        await asyncio.sleep(PRUNE_INTERVAL)
+
+
+def step_record_for(
+    *, owner: AbstractBaseUser, session_id: str, agent_id: str, step: StepDraft
+) -> Outcome[None]:
+    """An API agent's step. An agent this process knows costs no query (the writer stores the
+    batch's steps together); another is created on first mention, as the API does."""
+    known = known_agent(owner=owner, session_id=session_id, agent_id=agent_id)
+    if known is not None:
+        return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
+    resolved = agent_resolve_for_update(owner=owner, session_id=session_id, agent_id=agent_id)
+    agent_touch(agent=resolved.agent)
+    agent = resolved.agent
+    changes = resolved.changes().step(step.report(agent=agent.pk, session=agent.session_id))
+    return Outcome(None, changes)

@@ -134,6 +134,19 @@ _known_agents: dict[tuple[str, str], tuple[int, int, int]] = {}
 KNOWN_AGENTS_SIZE = 50_000
 
 
+def session_of_owner(*, owner: AbstractBaseUser, session_id: str) -> Session:
+    """The API's rule for reading a session: only one reported with the caller's token;
+    unknown, or another user's, is the same 404."""
+    session = Session.objects.filter(session_id=session_id, owner=owner).first()
+    if session is None:
+        raise ServiceError(
+            "session_not_found",
+            "No session with this id was reported with your token.",
+            status=404,
+        )
+    return session
+
+
 def known_agent_pk(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> int | None:
     """The pk of an agent this process has already seen for this owner, without a query."""
     known = _known_agents.get((session_id, agent_id))

@@ -5,7 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.activity.services import activity_prune
+from dashboard.activity.services import PRUNE_CHUNK, activity_prune
 from dashboard.core.writer import write_sync
 
 
@@ -24,5 +24,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, days: float | None, **options: Any) -> None:
-        deleted = write_sync(activity_prune, days=days)
+        deleted, chunk = 0, PRUNE_CHUNK
+        while chunk == PRUNE_CHUNK:
+            chunk = write_sync(activity_prune, days=days)
+            deleted += chunk
         self.stdout.write(f"Deleted {deleted} step{'' if deleted == 1 else 's'}.")

@@ -104,11 +104,22 @@ def latest_steps_by_agent(agent_pks: list[int]) -> dict[int, Step]:
 
 
 def latest_steps_by_session(session_pks: list[int]) -> dict[int, Step]:
-    """Each session's latest step (of any of its agents), in one query."""
+    """What each session is doing, in one query: of the latest step of each of its agents,
+    the one running that started last, else the one that started last (a subagent still
+    editing outweighs its main agent's command that just ended)."""
     if not session_pks:
         return {}
-    latest = Session.objects.filter(pk__in=session_pks).values(latest=_latest_of("session_id"))
-    return {step.session_id: step for step in Step.objects.filter(pk__in=latest)}
+    latest = Agent.objects.filter(session_id__in=session_pks).values(latest=_latest_of("agent_id"))
+    chosen: dict[int, Step] = {}
+    for step in Step.objects.filter(pk__in=latest):
+        known = chosen.get(step.session_id)
+        if known is None or _weight(step) > _weight(known):
+            chosen[step.session_id] = step
+    return chosen
+
+
+def _weight(step: Step) -> tuple[bool, datetime, int]:
+    return (step.outcome == StepOutcome.RUNNING, step.started_at, step.pk)
 
 
 @dataclass(frozen=True)

@@ -44,17 +44,21 @@ def steps_store(written: list[Changes]) -> None:
     interrupted: dict[int, datetime] = {}
     for changes in written:
         interrupted.update(changes.interrupted_agents)
-    if reports:
-        Step.objects.bulk_create(
-            _merged(reports),
-            update_conflicts=True,
-            unique_fields=["agent", "tool_use_id"],
-            update_fields=UPDATED_ON_CONFLICT,
-        )
-    for agent_pk, at in interrupted.items():
-        Step.objects.filter(
-            agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
-        ).update(outcome=StepOutcome.INTERRUPTED, ended_at=at)
+    if not reports and not interrupted:
+        return
+    # A savepoint: a failure here (logged by the writer) leaves the batch's writes whole.
+    with transaction.atomic():
+        if reports:
+            Step.objects.bulk_create(
+                _merged(reports),
+                update_conflicts=True,
+                unique_fields=["agent", "tool_use_id"],
+                update_fields=UPDATED_ON_CONFLICT,
+            )
+        for agent_pk, at in interrupted.items():
+            Step.objects.filter(
+                agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
+            ).update(outcome=StepOutcome.INTERRUPTED, ended_at=at)
 
 
 def _merged(reports: list[StepReport]) -> list[Step]:

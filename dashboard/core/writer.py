@@ -47,7 +47,8 @@ T = TypeVar("T")
 # told after the commit on the event loop of the request that waits (None outside any loop).
 WithinWrite = Callable[[Changes], None]
 # Once per batch, inside its transaction, with the changes of every write that succeeded (the
-# activity app stores all their steps in one statement).
+# activity app stores all their steps in one statement), in a savepoint of its own when it
+# has anything to write.
 WithinBatch = Callable[[list[Changes]], None]
 AfterCommit = Callable[..., None]  # (changes, *, loop)
 MAX_BATCH = 200
@@ -244,12 +245,12 @@ class Writer:
         return outcomes, left
 
     def _batch_done(self, written: list[Changes]) -> None:
-        """The per-batch listeners, each in a savepoint: what they add (a record of activity)
-        must never take the batch's writes down with it."""
+        """The per-batch listeners. What they add (a record of activity) must never take the
+        batch's writes down with it: each runs its queries in a savepoint of its own, and its
+        failure is logged."""
         for listener in self.within_batch:
             try:
-                with transaction.atomic():
-                    listener(written)
+                listener(written)
             except Exception:
                 logger.exception("a write batch's %s failed", listener.__qualname__)
 

@@ -224,3 +224,15 @@ def test_an_opencode_tool_call_is_a_step_from_running_to_its_error(agent_api):
     (step,) = steps()
     assert (step.summary, step.outcome, step.error) == ("pytest -q", "failed", "1 failed")
     assert step.agent.agent_id == "ses_a1"
+
+
+def test_a_batch_whose_steps_cannot_be_stored_still_commits_its_writes(hook, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setattr(Step.objects, "bulk_create", broken)
+    response = hook(load_fixture("post_tool_use_todowrite.json"))
+
+    assert response.status_code == 200
+    assert Agent.objects.get().todos.count() > 0
+    assert not Step.objects.exists()

@@ -144,6 +144,7 @@ def hook_maker(token: str, kind: str, first_client: int = 0) -> Callable[[int], 
     """Fresh hook bodies: each client is its own session (its own agent)."""
     headers = {"Authorization": f"Bearer {token}"}
     counters: dict[int, int] = {}
+    calls: dict[int, str] = {}  # client -> the tool call it started ("call")
 
     def make(client: int) -> bytes:
         n = counters[client] = counters.get(client, 0) + 1
@@ -157,6 +158,15 @@ def hook_maker(token: str, kind: str, first_client: int = 0) -> Callable[[int], 
         }
         if kind == "step":
             body = {**base, "tool_name": "Read", "tool_input": {"file_path": "/a.py"}}
+        elif kind == "call":
+            # A whole tool call: its PreToolUse, then its PostToolUse (same tool_use_id).
+            if n % 2:
+                calls[client] = base["tool_use_id"]
+                base["hook_event_name"] = "PreToolUse"
+            else:
+                base["tool_use_id"] = calls.get(client, base["tool_use_id"])
+            command = {"command": f"pytest tests/api -k case_{n // 2}"}
+            body = {**base, "tool_name": "Bash", "tool_input": command}
         elif kind == "todowrite":
             done = n % 8
             todos = [
@@ -222,6 +232,7 @@ async def ingest(server: LiveServer, seconds: float, stock_port: int) -> None:
         "page noop": noop_maker,
         "agent noop": agent_noop_maker,
         "hook PostToolUse, tool step": hook_maker(server.token, "step"),
+        "hook PreToolUse + PostToolUse, tool call": hook_maker(server.token, "call"),
         "hook PostToolUse, TodoWrite (8 items)": hook_maker(server.token, "todowrite"),
         "hook PostToolUse, TaskCreate / TaskUpdate": hook_maker(server.token, "task"),
         "PUT /api/v1/.../todos (8 items)": put_maker(server.token),
@@ -277,6 +288,16 @@ async def ingest(server: LiveServer, seconds: float, stock_port: int) -> None:
         f"no-op at 100/s: {steady_noop.p50:.1f} / {steady_noop.percentile(0.99):.1f} ms; "
         f"goal p99 ≤ 20 ms; {steady.errors} errors",
         check(steady.percentile(0.99) <= 20 and not steady.errors),
+    )
+    call = hook_maker(server.token, "call")
+    steady_calls = await open_loop(
+        server.port, lambda number: call(number % CLIENTS), rate=100, seconds=seconds
+    )
+    row(
+        "hook Pre/PostToolUse pairs at a steady 100/s: p50 / p99",
+        f"{steady_calls.p50:5.1f} / {steady_calls.percentile(0.99):5.1f} ms",
+        f"goal p99 ≤ 20 ms; {steady_calls.errors} errors",
+        check(steady_calls.percentile(0.99) <= 20 and not steady_calls.errors),
     )
 
 

@@ -49,6 +49,36 @@ class NowLine:
     # When a line that reads "thinking" turns into "idle" unless something happens first.
     idle_at: datetime | None = None
 
+    # What the line shows, made here once rather than by template filters: a board re-renders
+    # every card of a busy session many times a second.
+    @property
+    def since_iso(self) -> str:
+        return self.since.isoformat()
+
+    @property
+    def since_title(self) -> str:
+        return f"Since {timezone.localtime(self.since):%Y-%m-%d %H:%M:%S %Z}"
+
+    @property
+    def idle_at_iso(self) -> str:
+        return self.idle_at.isoformat() if self.idle_at else ""
+
+    @property
+    def elapsed(self) -> str:
+        """ "12 s", "4 min", "2 h" (as the browser ticks it on)."""
+        seconds = max(0, round((timezone.now() - self.since).total_seconds()))
+        if seconds < 60:
+            return f"{seconds} s"
+        minutes = round(seconds / 60)
+        if minutes < 60:
+            return f"{minutes} min"
+        hours = round(minutes / 60)
+        return f"{hours} h" if hours < 48 else f"{round(hours / 24)} days"
+
+    @property
+    def subject_short(self) -> str:
+        return self.subject if len(self.subject) <= 120 else self.subject[:119] + "…"
+
     @property
     def text(self) -> str:
         """The line as plain words (the overview's filter searches it)."""

@@ -719,13 +719,27 @@ def marks(message: str) -> list[tuple[int, int]]:
 async def live_updates(server: LiveServer, seconds: float, browsers: int, agents: int) -> None:
     print(
         f"\nLive updates: {browsers} board sockets on one session, "
-        f"100 writes/s over {agents} agents:"
+        f"100 writes/s over {agents} agents (todo lists and tool calls, half each):"
     )
     session = "bench-live"
     headers = {"Authorization": f"Bearer {server.token}"}
 
     def put(agent: int, seq: int) -> bytes:
         agent_id = session if agent == 0 else f"bench-live-sub-{agent}"
+        if seq % 2:
+            # A tool call starting: the card's activity line shows its command.
+            step = {
+                "tool_use_id": f"call-{agent}-{seq}",
+                "tool_name": "Bash",
+                "tool_input": {"command": f"pytest -k mark-{agent}-{seq}"},
+                "status": "running",
+            }
+            return http_request(
+                "POST",
+                f"/api/v1/sessions/{session}/agents/{agent_id}/steps",
+                body=step,
+                headers=headers,
+            )
         todos = [
             {"content": f"mark-{agent}-{seq}", "status": "in_progress", "activeForm": "Working"}
         ]
@@ -790,7 +804,7 @@ async def live_updates(server: LiveServer, seconds: float, browsers: int, agents
         check(p99 <= 100 and len(latencies) == expected and not run.errors),
     )
     row(
-        "  its PUTs, answered while the boards watch: p50 / p99",
+        "  its writes, answered while the boards watch: p50 / p99",
         f"{run.p50:5.1f} / {run.percentile(0.99):5.1f} ms",
         "reference: the hook at 100/s above",
     )

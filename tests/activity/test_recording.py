@@ -16,7 +16,7 @@ from dashboard.core.writer import Writer, _Job
 from dashboard.integrations.claude_code import hooks
 from dashboard.integrations.claude_code.schemas import HookInput
 from dashboard.models import Agent
-from planmode.models import PermissionRequest
+from planmode.models import PermissionRequest, Plan
 from tests.activity.conftest import SESSION_ID, load_fixture, tool_event
 
 pytestmark = pytest.mark.django_db
@@ -236,3 +236,13 @@ def test_a_batch_whose_steps_cannot_be_stored_still_commits_its_writes(hook, mon
     assert response.status_code == 200
     assert Agent.objects.get().todos.count() > 0
     assert not Step.objects.exists()
+
+
+def test_a_plan_is_what_its_exit_plan_mode_step_waited_on(hook, settings):
+    settings.AGENTBOARD_PLAN_HOOK_WAIT_SECONDS = 0.05
+    request = load_fixture("permission_request_exit_plan_mode.json")
+    hook(tool_event("PreToolUse", "toolu_plan", tool_name="ExitPlanMode", tool_input={}))
+    hook(request)
+
+    plan = Plan.objects.get()
+    assert Step.objects.get().waited_on == f"plan:{plan.pk}"

@@ -10,6 +10,7 @@ import re
 import subprocess
 import time
 import urllib.error
+from datetime import datetime
 
 import pytest
 
@@ -504,3 +505,31 @@ def test_a_cancelled_countdown_lets_the_agent_stop(server_factory, connect, mode
     assert model.loop_requests[-1].answered_with.blocks == say("Stopping for now.").blocks, (
         project.report()
     )
+
+
+# --- activity ---------------------------------------------------------------------------------
+
+
+def test_every_tool_call_is_a_step_from_its_start_to_its_end(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(
+        tool("Bash", {"command": "echo ready", "description": "Say ready"}),
+        tool("Bash", {"command": "exit 3", "description": "Fail on purpose"}),
+        say("Done."),
+    )
+
+    project.run("Check the build.")
+
+    steps = board_get(board, f"/api/v1/sessions/{project.session_id}/activity")["steps"]
+    ran = [(s["tool_name"], s["summary"], s["outcome"]) for s in steps]
+    assert ran == [
+        ("Bash", "echo ready", "ok"),
+        ("Bash", "exit 3", "failed"),
+    ], project.report()
+    # PreToolUse started each one before it ended.
+    at = datetime.fromisoformat
+    assert all(at(s["ended_at"]) > at(s["started_at"]) for s in steps), steps
+    assert steps[1]["error"], project.report()
+    failures = board_get(board, f"/api/v1/sessions/{project.session_id}/activity?failures=true")
+    assert [s["summary"] for s in failures["steps"]] == ["exit 3"]

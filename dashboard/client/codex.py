@@ -46,12 +46,14 @@ from dashboard.core.waits import ServerWaits
 
 CODEX_HOOK_PATH = "/hooks/codex"
 # The events hooked, each with the timeout `hook_timeout` gives it from the server's waits.
-# PostToolUse of every tool: update_plan updates the checklist, the others count as steps for
-# the reminders. Codex caps SessionEnd hooks at a few seconds.
+# PreToolUse and PostToolUse of every tool: each call is a step of the agent's activity;
+# update_plan updates the checklist, the others count as steps for the reminders. Codex caps
+# SessionEnd hooks at a few seconds.
 HOOKED_EVENTS: list[str] = [
     "SessionStart",
     "SessionEnd",
     "UserPromptSubmit",
+    "PreToolUse",
     "PostToolUse",
     "Stop",
     "SubagentStart",

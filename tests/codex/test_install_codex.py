@@ -44,6 +44,7 @@ def test_it_installs_command_hooks_and_switches_the_checklist_tool_on(home, caps
         "SessionStart",
         "SessionEnd",
         "UserPromptSubmit",
+        "PreToolUse",
         "PostToolUse",
         "Stop",
         "SubagentStart",

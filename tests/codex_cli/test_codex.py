@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from datetime import datetime
 
 import pytest
 
@@ -66,6 +67,13 @@ def test_the_plan_is_the_agents_checklist_and_the_session_shows_start_to_end(
     assert "Store the theme" in page
     # The model read Codex's own answer to the plan update: the hooks took nothing from it.
     assert "Plan updated" in model.requests[1].outputs().values()
+    # Every tool call is a step, from its PreToolUse to its PostToolUse.
+    steps = board_get(board, f"/api/v1/sessions/{session_id}/activity")["steps"]
+    assert [(s["summary"], s["outcome"]) for s in steps if s["tool_name"] != "update_plan"] == [
+        ("ls", "ok")
+    ], (steps, project.report(result))
+    at = datetime.fromisoformat
+    assert all(at(s["ended_at"]) > at(s["started_at"]) for s in steps), steps
 
 
 def a_stop_with_a_step_left(model) -> list[dict]:

@@ -282,3 +282,25 @@ def test_a_subagent_shows_as_a_card_of_the_session_that_started_it(server_factor
     subagent = next(agent for agent in session["agents"] if not agent["main"])
     assert subagent["agent_type"] == "Explore"
     assert subagent["agent_id"].startswith("ses_")
+
+
+def test_every_tool_call_is_a_step_of_the_session(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(
+        tool("bash", {"command": "echo ready", "description": "Say ready"}),
+        tool("read", {"filePath": str(project.directory / "missing.txt")}),
+        say("Done."),
+    )
+
+    session_id = project.run("Check the build")
+
+    def steps() -> list[dict]:
+        found = board_get(board, f"/api/v1/sessions/{session_id}/activity")["steps"]
+        return found if len(found) == 2 and all(s["ended_at"] for s in found) else []
+
+    ran = wait_until(steps, "both tool calls on the board")
+    assert [(s["tool_name"], s["outcome"]) for s in ran] == [("bash", "ok"), ("read", "failed")]
+    assert ran[0]["summary"] == "echo ready"
+    assert ran[1]["summary"].endswith("missing.txt")
+    assert ran[1]["error"]

@@ -115,6 +115,20 @@ BLOCK_TAG = re.compile(
     r"</?(?:p|br|hr|h[1-6]|li|ul|ol|pre|blockquote|table|thead|tbody|tr|th|td)\b[^>]*>"
 )
 HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+HEADING_MARKS = re.compile(r"^#+\s*|\s+#+\s*$")
+
+
+def plain_title(markdown: str) -> str:
+    """One line of markdown as the words a reader sees: code spans, emphasis and links give
+    their text, heading marks go. Still text, escaped wherever it is shown."""
+    text = HEADING_MARKS.sub("", markdown.strip())
+    words: list[str] = []
+    for token in _parser.parseInline(text)[0].children or []:
+        if token.type in {"text", "code_inline"}:
+            words.append(token.content)
+        elif token.type in {"softbreak", "hardbreak"}:
+            words.append(" ")
+    return re.sub(r"\s+", " ", "".join(words)).strip()
 
 
 def without_title(markdown: str, title: str) -> str:
@@ -125,7 +139,7 @@ def without_title(markdown: str, title: str) -> str:
     if first is None:
         return markdown
     heading = HEADING_LINE.match(lines[first])
-    if heading and heading.group(1).strip() == title:
+    if heading and plain_title(heading.group(1)) == title:
         return "\n".join(lines[first + 1 :])
     return markdown
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -8,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
+from planmode.markdown import plain_title
 
 TITLE_LENGTH = 90
 
@@ -98,11 +98,11 @@ class Plan(models.Model):
 
     @property
     def title(self) -> str:
-        """The first heading, or else the first line, for lists."""
+        """The first heading, or else the first line, as plain text (markdown stripped), for
+        lists, headings and the tab title."""
         lines = [line.strip() for line in self.markdown.splitlines() if line.strip()]
         heading = next((line for line in lines if line.startswith("#")), None)
-        text = re.sub(r"^#+\s*", "", heading or (lines[0] if lines else "")).strip()
-        text = text or "Untitled plan"
+        text = plain_title(heading or (lines[0] if lines else "")) or "Untitled plan"
         return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
 
 

@@ -71,6 +71,12 @@ def render_decision_panel(plan: Plan) -> str:
     )
 
 
+def render_staged_decision(plan: Plan) -> str:
+    """A pending plan's decision in its undo window (or nothing, once undone), for every
+    browser on its review page; its Undo posts with the page's own CSRF header (htmx)."""
+    return render_to_string("planmode/_staged_decision.html", {"plan": plan, "oob": True})
+
+
 def review_snapshot(plan_pk: int) -> str:
     """What a review page's socket sends on (re)connect: the state it may have missed."""
     parts = [render_queue(oob=True)]
@@ -80,6 +86,8 @@ def review_snapshot(plan_pk: int) -> str:
         parts.append(render_annotations(plan))
         if not plan.is_pending:
             parts.append(render_decision_panel(plan))
+        else:
+            parts.append(render_staged_decision(plan))
     return "".join(parts)
 
 

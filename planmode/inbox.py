@@ -59,6 +59,17 @@ class InboxItem:
     pattern: str = ""  # the editable "always allow" pattern, this request and no wider
 
     @property
+    def staged(self) -> dict[str, Any] | None:
+        """The decision made but not sent yet (the undo window), if any."""
+        row = self.plan or self.request
+        return row.staged_answer if row is not None and row.is_staged else None
+
+    @property
+    def sends_at(self) -> datetime | None:
+        row = self.plan or self.request
+        return row.sends_at if row is not None else None
+
+    @property
     def dom_id(self) -> str:
         return f"inbox-{self.kind}-{self.pk}"
 
@@ -100,12 +111,28 @@ class InboxCount:
 
 
 def _pending_plans(audience: int | None):
-    return Plan.objects.filter(visible_sessions(audience), status=PlanStatus.PENDING)
+    """Plans waiting for a decision; one decided and about to be sent (undo window) is not."""
+    return Plan.objects.filter(
+        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=True
+    )
 
 
 def _pending_requests(audience: int | None):
+    """Requests waiting for an answer; one answered and about to be sent is not."""
     return PermissionRequest.objects.filter(
-        visible_sessions(audience), status=RequestStatus.PENDING
+        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=True
+    )
+
+
+def _staged_plans(audience: int | None):
+    return Plan.objects.filter(
+        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=False
+    )
+
+
+def _staged_requests(audience: int | None):
+    return PermissionRequest.objects.filter(
+        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=False
     )
 
 
@@ -141,13 +168,19 @@ def inbox_count(audience: int | None) -> InboxCount:
 def inbox_items(audience: int | None) -> list[InboxItem]:
     """Oldest first: whoever has waited longest is served first."""
     related = ("session", "session__owner", "agent", "agent__session")
+    plans = [*_pending_plans(audience).select_related(*related)]
+    plans += _staged_plans(audience).select_related(*related)
     items = [
         InboxItem("plan", plan.pk, plan.submitted_at, plan.session, plan.agent, plan=plan)
-        for plan in _pending_plans(audience).select_related(*related)
+        for plan in plans
     ]
     requests = list(_pending_requests(audience).select_related(*related))
     identical = Counter(request.input_key for request in requests)
     items += [_request_item(request, identical[request.input_key]) for request in requests]
+    # Decided, not sent yet: shown where they were, with an Undo, but not counted.
+    items += [
+        _request_item(request) for request in _staged_requests(audience).select_related(*related)
+    ]
     agent_related = ("agent", "agent__session", "agent__session__owner")
     items += [
         InboxItem(
@@ -233,8 +266,8 @@ def inbox_context(audience: int | None, **extra: Any) -> dict[str, Any]:
     return {
         "items": items,
         "count": InboxCount(
-            plans=sum(1 for i in items if i.kind == "plan"),
-            permissions=sum(1 for i in items if i.kind == "permission"),
+            plans=sum(1 for i in items if i.kind == "plan" and not i.staged),
+            permissions=sum(1 for i in items if i.kind == "permission" and not i.staged),
             countdowns=sum(1 for i in items if i.kind == "countdown"),
             terminals=sum(1 for i in items if i.kind == "terminal"),
         ),

@@ -24,7 +24,7 @@ DIFF_CONTEXT = 3
 
 def pending_plan_count() -> int:
     """Plans waiting for a reviewer, for the header on every page."""
-    return Plan.objects.filter(status=PlanStatus.PENDING).count()
+    return Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True).count()
 
 
 def _with_relations(plans: QuerySet[Plan]) -> QuerySet[Plan]:
@@ -34,11 +34,21 @@ def _with_relations(plans: QuerySet[Plan]) -> QuerySet[Plan]:
 
 
 def pending_plans() -> list[Plan]:
-    """Oldest waiting first: whoever has waited longest is served first."""
+    """Oldest waiting first: whoever has waited longest is served first. A plan decided and
+    about to be sent (its undo window) waits for nobody."""
     return list(
-        _with_relations(Plan.objects.filter(status=PlanStatus.PENDING)).order_by(
-            "submitted_at", "pk"
-        )
+        _with_relations(
+            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True)
+        ).order_by("submitted_at", "pk")
+    )
+
+
+def staged_plans() -> list[Plan]:
+    """Plans decided on their review page whose decision is not sent yet (the undo window)."""
+    return list(
+        _with_relations(
+            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=False)
+        ).order_by("sends_at", "pk")
     )
 
 
@@ -97,7 +107,9 @@ def session_plans(session_pk: int, limit: int = SESSION_PLANS) -> list[Plan]:
 def session_pending_plans(session_pk: int) -> list[Plan]:
     return list(
         _with_relations(
-            Plan.objects.filter(session_id=session_pk, status=PlanStatus.PENDING)
+            Plan.objects.filter(
+                session_id=session_pk, status=PlanStatus.PENDING, sends_at__isnull=True
+            )
         ).order_by("submitted_at", "pk")
     )
 
@@ -106,7 +118,7 @@ def session_pending_plans(session_pk: int) -> list[Plan]:
 _pending_in_sessions = PreparedQuery(
     Plan,
     lambda pks: (
-        Plan.objects.filter(session_id__in=pks, status=PlanStatus.PENDING)
+        Plan.objects.filter(session_id__in=pks, status=PlanStatus.PENDING, sends_at__isnull=True)
         .select_related("agent", "agent__session")
         .order_by("submitted_at", "pk")
     ),
@@ -128,7 +140,7 @@ def pending_by_session(session_pks: list[int]) -> dict[int, dict[str, Any]]:
 
 def sessions_with_pending_plans() -> list[int]:
     return list(
-        Plan.objects.filter(status=PlanStatus.PENDING)
+        Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True)
         .values_list("session_id", flat=True)
         .distinct()
     )

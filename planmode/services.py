@@ -259,6 +259,26 @@ def plan_hold(*, plan: Plan, held_for: float) -> None:
     Plan.objects.filter(pk=plan.pk, status=PlanStatus.PENDING).update(held_until=plan.held_until)
 
 
+def decision_feedback_check(*, approve: bool, feedback: str) -> str:
+    """The reviewer's words, stripped; refused when unusable, or missing from a rejection:
+    comments on the plan alone are not enough, the agent needs to read what should change."""
+    feedback = feedback.strip()
+    problem = text_problem(feedback)
+    if problem:
+        raise ServiceError(
+            "invalid_feedback",
+            f"The feedback {problem}; remove those characters and decide again.",
+            detail=[{"loc": ["feedback"], "msg": problem}],
+        )
+    if not approve and not feedback:
+        raise ServiceError(
+            "feedback_required",
+            "Write what should change in the feedback box; a rejection needs it for the agent.",
+            detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
+        )
+    return feedback
+
+
 def plan_decide(
     *,
     plan_id: int,
@@ -269,18 +289,12 @@ def plan_decide(
 ) -> PlanChange:
     """Approve or reject a pending plan, exactly once.
 
-    `feedback` is the reviewer's text: required when rejecting (it goes back to the agent),
-    optional notes when approving. Approval ends plan mode (default, or acceptEdits with
-    `auto_accept`) unless another plan of the session still waits; rejection keeps plan mode.
+    `feedback` is the reviewer's text: required when rejecting, even with comments on the plan
+    (it goes back to the agent), optional notes when approving. Approval ends plan mode
+    (default, or acceptEdits with `auto_accept`) unless another plan of the session still
+    waits; rejection keeps plan mode.
     """
-    feedback = feedback.strip()
-    problem = text_problem(feedback)
-    if problem:
-        raise ServiceError(
-            "invalid_feedback",
-            f"The feedback {problem}; remove those characters and decide again.",
-            detail=[{"loc": ["feedback"], "msg": problem}],
-        )
+    feedback = decision_feedback_check(approve=approve, feedback=feedback)
     # On PostgreSQL: BEGIN, the plan read, every write at once, COMMIT; four round trips.
     with transaction.atomic(savepoint=False):
         plan = _plan_to_decide(plan_id)
@@ -292,13 +306,6 @@ def plan_decide(
             raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
         annotations = plan_annotations(plan) if plan.commented else []
-        if not approve and not feedback and not annotations:
-            raise ServiceError(
-                "feedback_required",
-                "Say what should change in the feedback, or comment on parts of the plan; "
-                "a rejection needs it for the agent.",
-                detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
-            )
         # What the agent is told: the reviewer's words and each comment on the plan's text.
         feedback = feedback_with_annotations(feedback, annotations)
         if approve:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from dashboard.core.errors import ServiceError
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
-from planmode import fragments, selectors, services
+from planmode import fragments, selectors, services, staged
 from planmode.markdown import plain_text, render_plan_page
 from planmode.models import Plan
 
@@ -91,8 +91,22 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             text=text,
             error="Choose Approve, Approve and auto-accept edits, or Reject.",
         )
+    seconds = staged.undo_seconds()
     try:
-        await write(services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action)
+        if seconds:
+            held = await write(
+                staged.plan_stage,
+                plan_id=plan_id,
+                reviewer=user,
+                feedback=text,
+                seconds=seconds,
+                **action,
+            )
+            staged.release_later(held.sends_at)
+        else:
+            await write(
+                services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action
+            )
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such plan.") from None
@@ -101,6 +115,33 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             # Someone was quicker: show their decision, who made it and when.
             return await review_page(request, plan, status=409, notice=error.message)
         return await review_page(request, plan, status=error.status, text=text, error=error.message)
+    return redirect("plan-review", plan_id=plan_id)
+
+
+@login_required
+@require_POST
+async def plan_undo(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """Take back a decision in its undo window: the plan waits again, on every page."""
+    user = await request.auser()
+    if not await user.ahas_perm(REVIEW_PERMISSION):
+        error = "Only reviewers can undo decisions on plans."
+        if request.htmx:
+            return HttpResponse(error, status=403, content_type="text/plain")
+        plan = await sync_to_async(_get_plan)(plan_id)
+        return await sync_to_async(_review_page)(request, plan, status=403, notice=error)
+    try:
+        await write(staged.plan_undo, plan_id=plan_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such plan.") from None
+        if request.htmx:
+            return HttpResponse(error.message, status=error.status, content_type="text/plain")
+        plan = await sync_to_async(_get_plan)(plan_id)
+        return await sync_to_async(_review_page)(
+            request, plan, status=error.status, notice=error.message
+        )
+    if request.htmx:
+        return HttpResponse(status=204)
     return redirect("plan-review", plan_id=plan_id)
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from django import template
@@ -35,6 +36,15 @@ def waited(since: datetime | None) -> str:
     if hours < 48:
         return f"{hours} h"
     return f"{round(hours / 24)} days"
+
+
+@register.filter
+def sends_in(sends_at: datetime | None) -> str:
+    """The time left in an undo window, as a clock: "0:04" (agentboard.js counts it down)."""
+    if sends_at is None:
+        return ""
+    seconds = max(0, math.ceil((sends_at - timezone.now()).total_seconds()))
+    return f"{seconds // 60}:{seconds % 60:02d}"
 
 
 @register.filter

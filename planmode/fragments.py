@@ -15,6 +15,7 @@ from planmode.models import Plan
 def queue_context(*, flash_pks: list[int] | None = None) -> dict:
     return {
         "pending": selectors.pending_plans(),
+        "staged": selectors.staged_plans(),
         "decided": selectors.recently_decided(),
         "flash_pks": flash_pks or [],
     }

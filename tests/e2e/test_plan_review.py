@@ -156,7 +156,15 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         page.set_viewport_size({"width": 1280, "height": 860})
         page.emulate_media(color_scheme="light")
 
-        page.keyboard.press("Shift+KeyA")  # Approve and auto-accept edits
+        page.keyboard.press("Shift+KeyA")  # Caps Lock's "A" decides nothing any more
+        page.keyboard.press("e")  # Approve and auto-accept edits: asks first
+        dialog = page.get_by_role("dialog", name="Approve and auto-accept edits?")
+        dialog.wait_for()
+        page.keyboard.press("Escape")  # cancels
+        dialog.wait_for(state="hidden")
+        assert not page.locator("#decision-panel.is-decided").count()
+        page.keyboard.press("e")
+        dialog.get_by_role("button", name="Yes, approve and auto-accept").click()
         page.wait_for_selector("#decision-panel.is-approved")
         assert "accepted automatically" in page.locator("#decision-panel").inner_text()
         screenshot(page, "plan-review-approved")

@@ -11,9 +11,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import QuerySet
+from django.utils.safestring import SafeString
 
 from dashboard.core.errors import ServiceError
 from dashboard.core.sql import PreparedQuery
+from planmode.markdown import Block, _same_list, plan_blocks, render_marked
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20
@@ -281,3 +283,60 @@ def plan_changes(old: str, new: str) -> PlanDiff:
     return PlanDiff(
         lines=lines[:MAX_DIFF_LINES], added=added, removed=removed, not_listed=not_listed
     )
+
+
+@dataclass(frozen=True)
+class MarkedPlan:
+    """A revision's rendered plan with what changed since the previous one marked inside it."""
+
+    html: SafeString
+    added: int
+    removed: int
+    # False when the two were too large to compare block by block: shown unmarked.
+    compared: bool = True
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+def plan_marked_since(previous: Plan, plan: Plan) -> MarkedPlan:
+    """`plan_marked` for two revisions, once per pair in each process (revisions never
+    change)."""
+    key = f"plan-marked:{previous.pk}:{plan.pk}"
+    marked = cache.get(key)
+    if marked is None:
+        marked = plan_marked(
+            previous.markdown, plan.markdown, old_title=previous.title, new_title=plan.title
+        )
+        cache.set(key, marked, timeout=CHANGES_CACHE_SECONDS)
+    return marked
+
+
+def plan_marked(old: str, new: str, *, old_title: str, new_title: str) -> MarkedPlan:
+    """The new revision rendered, its blocks (paragraphs, headings, code blocks, tables, list
+    items) that are new marked "added" and the old ones it no longer has shown in place,
+    marked "removed". Compared as the lines are, with the same budget."""
+    old_blocks = plan_blocks(old, title=old_title)
+    new_blocks = plan_blocks(new, title=new_title)
+    if len(old_blocks) * len(new_blocks) > LINE_BUDGET:
+        unmarked: list[tuple[str, Block]] = [("same", block) for block in new_blocks]
+        return MarkedPlan(render_marked(unmarked), 0, 0, compared=False)
+    old_keys = [block.key for block in old_blocks]
+    new_keys = [block.key for block in new_blocks]
+    matcher = difflib.SequenceMatcher(
+        None, old_keys, new_keys, autojunk=_repeats(old_keys, new_keys) > REPEAT_BUDGET
+    )
+    blocks: list[tuple[str, Block]] = []
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            blocks += [("same", block) for block in new_blocks[j1:j2]]
+            continue
+        changed = [("removed", block) for block in old_blocks[i1:i2]]
+        changed += [("added", block) for block in new_blocks[j1:j2]]
+        # Items that go on the list just shown come first, so it is not cut in two.
+        shown_list = blocks[-1][1].list_open if blocks else None
+        blocks += sorted(changed, key=lambda pair: not _same_list(pair[1].list_open, shown_list))
+        removed += i2 - i1
+        added += j2 - j1
+    return MarkedPlan(render_marked(blocks), added, removed)

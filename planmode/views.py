@@ -52,7 +52,10 @@ def _review_page(
         **fragments.decision_panel_context(plan),
         **fragments.annotations_context(plan),
         "rendered": rendered,
+        # Revision N: the plan with what changed since N-1 marked inside it.
+        "marked": selectors.plan_marked_since(previous, plan) if previous else None,
         "previous": previous,
+        "source_view": request.GET.get("changes") == "source",
         "diff": selectors.plan_changes_since(previous, plan) if previous else None,
         "earlier_annotations": earlier_annotations,
         "thread": selectors.plan_thread(plan),

@@ -69,6 +69,23 @@
     var cancel = event.target.closest("[data-confirm-cancel]");
     if (cancel) cancel.closest("dialog").close();
   });
+  /* Revision N: what changed, marked in the plan or as the source diff (the links work
+     without this too, through the server). */
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-changes-view]");
+    if (!link) return;
+    event.preventDefault();
+    var source = link.dataset.changesView === "source";
+    document.getElementById("plan-body").hidden = source;
+    document.getElementById("plan-source-diff").hidden = !source;
+    document.querySelectorAll("[data-changes-view]").forEach(function (each) {
+      if (each === link) { each.setAttribute("aria-current", "true"); } else { each.removeAttribute("aria-current"); }
+    });
+    var url = new URL(window.location.href);
+    url.searchParams.set("changes", link.dataset.changesView);
+    url.hash = "";
+    window.history.replaceState(null, "", url);
+  });
   document.addEventListener("submit", function (event) {
     var form = event.target.closest("[data-decision-form]");
     if (!form) return;

@@ -271,6 +271,7 @@ def inbox_context(audience: int | None, **extra: Any) -> dict[str, Any]:
             countdowns=sum(1 for i in items if i.kind == "countdown"),
             terminals=sum(1 for i in items if i.kind == "terminal"),
         ),
+        "staged_count": sum(1 for i in items if i.staged),
         "decided": recently_decided(audience),
         "can_steer": audience is None,
         **extra,

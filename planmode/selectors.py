@@ -289,7 +289,7 @@ def plan_changes(old: str, new: str) -> PlanDiff:
 class MarkedPlan:
     """A revision's rendered plan with what changed since the previous one marked inside it."""
 
-    html: SafeString
+    html: SafeString  # empty when nothing changed or the two were not compared
     added: int
     removed: int
     # False when the two were too large to compare block by block: shown unmarked.
@@ -316,11 +316,12 @@ def plan_marked(old: str, new: str, *, old_title: str, new_title: str) -> Marked
     """The new revision rendered, its blocks (paragraphs, headings, code blocks, tables, list
     items) that are new marked "added" and the old ones it no longer has shown in place,
     marked "removed". Compared as the lines are, with the same budget."""
+    # Blocks are never more than lines: texts within the line diff's budget are within this
+    # one's, and the others are not even parsed (the page shows the plan as it is).
+    if len(old.splitlines()) * len(new.splitlines()) > LINE_BUDGET:
+        return MarkedPlan(SafeString(""), 0, 0, compared=False)
     old_blocks = plan_blocks(old, title=old_title)
     new_blocks = plan_blocks(new, title=new_title)
-    if len(old_blocks) * len(new_blocks) > LINE_BUDGET:
-        unmarked: list[tuple[str, Block]] = [("same", block) for block in new_blocks]
-        return MarkedPlan(render_marked(unmarked), 0, 0, compared=False)
     old_keys = [block.key for block in old_blocks]
     new_keys = [block.key for block in new_blocks]
     matcher = difflib.SequenceMatcher(

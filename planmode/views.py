@@ -11,7 +11,7 @@ from dashboard.core.errors import ServiceError
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from planmode import fragments, selectors, services, staged
-from planmode.markdown import plain_text, render_plan_page
+from planmode.markdown import render_plan_page
 from planmode.models import Plan
 
 REVIEW_PERMISSION = "planmode.review_plan"
@@ -38,22 +38,21 @@ def _review_page(
     request: HttpRequest, plan: Plan, *, status: int = 200, **extra: object
 ) -> HttpResponse:
     previous = selectors.previous_revision(plan)
-    rendered = render_plan_page(plan.markdown, title=plan.title)
+    # Revision N: the plan with what changed since N-1 marked inside it.
+    marked = selectors.plan_marked_since(previous, plan) if previous else None
+    rendered = marked.html if marked else render_plan_page(plan.markdown, title=plan.title)
     earlier_annotations = []
     if previous is not None:
-        text = plain_text(rendered)
+        annotations = services.plan_annotations(previous)
+        text = services.plan_text(plan) if annotations else ""
         # Each remark on the previous revision, and whether its text is still in this one.
-        earlier_annotations = [
-            (annotation, annotation.quote in text)
-            for annotation in services.plan_annotations(previous)
-        ]
+        earlier_annotations = [(annotation, annotation.quote in text) for annotation in annotations]
     context = {
         **fragments.queue_context(),
         **fragments.decision_panel_context(plan),
         **fragments.annotations_context(plan),
         "rendered": rendered,
-        # Revision N: the plan with what changed since N-1 marked inside it.
-        "marked": selectors.plan_marked_since(previous, plan) if previous else None,
+        "marked": marked,
         "previous": previous,
         "source_view": request.GET.get("changes") == "source",
         "diff": selectors.plan_changes_since(previous, plan) if previous else None,

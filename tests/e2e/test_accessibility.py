@@ -26,7 +26,6 @@ class Visit:
     path: str
     logged_in: bool = True
     wait_live: bool = True
-    open_diff: bool = False
     status: int = 200
 
 
@@ -73,7 +72,8 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("board", f"/sessions/{board.session_ids[-3]}/"),
         Visit("queue", "/plans/"),
         Visit("inbox", "/inbox/"),
-        Visit("review-pending", f"/plans/{board.revised_plan}/", open_diff=True),
+        Visit("review-pending", f"/plans/{board.revised_plan}/"),
+        Visit("review-source-diff", f"/plans/{board.revised_plan}/?changes=source"),
         Visit("review-decided", f"/plans/{board.first_plan}/"),
         Visit("settings", "/settings/", wait_live=False),
         Visit("password", "/accounts/password/", wait_live=False),
@@ -97,8 +97,6 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
                 assert response is not None and response.status == visit.status, visit.path
                 if visit.wait_live and visit.logged_in and not visit.name.startswith("error"):
                     page.wait_for_selector("#connection[data-state=live]")
-                if visit.open_diff:
-                    page.locator(".diff-details summary").click()
                 problems += [
                     f"{visit.name} ({scheme}, {size}): {problem}" for problem in violations(page)
                 ]

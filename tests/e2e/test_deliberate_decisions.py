@@ -10,12 +10,13 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tests.conftest import login, screenshot
+from tests.e2e.test_accessibility import violations
 from tests.e2e.test_inbox import hold, payload
 from tests.e2e.test_plan_review import agent_socket, exit_plan_mode, next_frame
 
 pytestmark = pytest.mark.browser
 
-UNDO_SECONDS = 6
+UNDO_SECONDS = 12
 PLAN = """# Add `GET /orders` **paging**
 
 1. Cursor paging with `?after=<id>`
@@ -26,6 +27,20 @@ PLAN = """# Add `GET /orders` **paging**
 @pytest.fixture
 def server(server_factory):
     return server_factory(env={"AGENTBOARD_UNDO_SECONDS": str(UNDO_SECONDS)})
+
+
+def look_at_every_size(page, name: str) -> list[str]:
+    """Screenshots at 1440x900 and 390x844, light and dark; the serious axe findings."""
+    problems = []
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for size, viewport in (("desktop", (1440, 900)), ("phone", (390, 844))):
+            page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+            screenshot(page, f"{name}-{scheme}-{size}")
+            problems += [f"{name} ({scheme}, {size}): {p}" for p in violations(page)]
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    return problems
 
 
 def nothing_arrives(agent, seconds: float) -> None:
@@ -58,6 +73,18 @@ def test_a_plan_decision_waits_out_its_undo_window_on_every_page(server, chromiu
         other.goto(f"{server.url}/plans/{plan_id}/")
         other.wait_for_selector("#connection[data-state=live]")
 
+        # Approve with auto-accept has its own key and asks first; Caps Lock's "A" does nothing.
+        page.keyboard.press("Shift+KeyA")
+        page.keyboard.press("e")
+        dialog = page.get_by_role("dialog", name="Approve and auto-accept edits?")
+        dialog.wait_for()
+        assert "without asking you first" in dialog.inner_text()
+        assert violations(page) == []
+        screenshot(page, "plan-review-confirm-auto-accept")
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="hidden")
+        assert not page.locator("#staged-decision").is_visible()
+
         # Reject with an empty box asks for words; then it is staged, not sent.
         page.keyboard.press("r")
         assert page.get_by_text("comments alone are not enough").is_visible()
@@ -66,24 +93,17 @@ def test_a_plan_decision_waits_out_its_undo_window_on_every_page(server, chromiu
         page.keyboard.press("r")
         staged = page.locator("#staged-decision")
         staged.get_by_text("Rejected by lead").wait_for()
-        assert "not sent yet; sends in 0:0" in staged.inner_text()
+        assert "not sent yet; sends in 0:" in staged.inner_text()
         assert not page.get_by_role("button", name="Reject").is_visible()
         # Every other browser on the page sees it at once, with the same Undo.
         other.locator("#staged-decision").get_by_text("Rejected by lead").wait_for()
         assert page.title() == "Add GET /orders paging · rev 1 · Agentboard"
-        screenshot(page, "plan-review-staged")
-        page.emulate_media(color_scheme="dark")
-        screenshot(page, "plan-review-staged-dark")
-        page.set_viewport_size({"width": 390, "height": 844})
-        screenshot(page, "plan-review-staged-phone-dark")
-        page.emulate_media(color_scheme="light")
-        screenshot(page, "plan-review-staged-phone")
-        page.set_viewport_size({"width": 1440, "height": 900})
+        assert look_at_every_size(page, "plan-review-staged") == []
 
         # The queue lists it as decided, not sent yet, with its own Undo.
         other.goto(f"{server.url}/plans/")
         staged_row = other.locator(f"#plan-row-{plan_id}.is-staged")
-        assert "Rejected by lead — sends in 0:0" in staged_row.inner_text()
+        assert "Rejected by lead — sends in 0:" in staged_row.inner_text()
         screenshot(other, "plan-queue-staged")
         other.go_back()
         other.wait_for_selector("#connection[data-state=live]")
@@ -121,16 +141,9 @@ def test_a_permission_answer_in_the_inbox_can_be_undone_before_it_is_sent(server
     row.get_by_role("button", name="Allow").click()
     staged = page.locator("[data-inbox-item].is-staged")
     staged.get_by_text("Allowed by lead").wait_for()
-    assert "not sent yet; sends in 0:0" in staged.inner_text()
+    assert "not sent yet; sends in 0:" in staged.inner_text()
     page.wait_for_function("() => document.title === 'Inbox · Agentboard'")
-    screenshot(page, "inbox-staged")
-    page.emulate_media(color_scheme="dark")
-    screenshot(page, "inbox-staged-dark")
-    page.set_viewport_size({"width": 390, "height": 844})
-    screenshot(page, "inbox-staged-phone-dark")
-    page.emulate_media(color_scheme="light")
-    screenshot(page, "inbox-staged-phone")
-    page.set_viewport_size({"width": 1440, "height": 900})
+    assert look_at_every_size(page, "inbox-staged") == []
 
     staged.get_by_role("button", name="Undo").click()
     page.locator("[data-inbox-item]:not(.is-staged)").get_by_role("button", name="Allow").wait_for()

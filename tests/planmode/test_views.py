@@ -256,6 +256,9 @@ def test_revisions_too_large_to_compare_line_by_line_show_their_sizes(submit, le
     )
 
     assert not changes.find_all("div", cls="diff")
+    # The plan itself shows as it is, unmarked.
+    body = parse_html(lead.get(f"/plans/{second.pk}/").content).find("article", id="plan-body")
+    assert "98 99 0 1" in body.text() and not body.find_all(cls="change-tag")
     assert (
         "too large to compare line by line; showing sizes: rev 1 has 20000 lines "
         f"({len(old)} characters), this one 20001 lines ({len(new)} characters)"

@@ -258,7 +258,7 @@ def _marked_item(tokens: list[Token], change: str) -> list[Token]:
     return [opening, _tag(change), *tokens[1:]]
 
 
-def _same_list(one: Token | None, other: Token | None) -> bool:
+def same_list(one: Token | None, other: Token | None) -> bool:
     return (
         one is not None
         and other is not None
@@ -285,7 +285,7 @@ def render_marked(blocks: list[tuple[str, Block]]) -> SafeString:
             index += 1
             continue
         end = index
-        while end < len(blocks) and _same_list(blocks[end][1].list_open, block.list_open):
+        while end < len(blocks) and same_list(blocks[end][1].list_open, block.list_open):
             end += 1
         group = blocks[index:end]
         shown = next((b for c, b in group if c != "removed"), block)

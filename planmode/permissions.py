@@ -67,7 +67,7 @@ def visible_sessions(audience: int | None) -> Q:
     return Q() if audience is None else Q(session__owner_id=audience)
 
 
-def _check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
+def check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
     if request.session.owner_id != user.pk and not is_reviewer(user):
         raise ServiceError(
             "not_allowed",
@@ -209,7 +209,7 @@ def _changes(decided: list[PermissionRequest]) -> Changes:
     )
 
 
-def _load(request_id: int) -> PermissionRequest:
+def request_load(request_id: int) -> PermissionRequest:
     request = (
         PermissionRequest.objects.select_related(
             "session", "session__owner", "agent", "agent__session", "decided_by", "rule"
@@ -226,7 +226,7 @@ def _load(request_id: int) -> PermissionRequest:
     return request
 
 
-def _already_decided(request: PermissionRequest) -> ServiceError:
+def request_already_decided(request: PermissionRequest) -> ServiceError:
     when = timezone.localtime(request.decided_at).strftime("%H:%M:%S") if request.decided_at else ""
     if request.decided_by is not None:
         text = (
@@ -331,15 +331,15 @@ def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer
     """A person answers one pending request, exactly once."""
     answer.check()
     with transaction.atomic(savepoint=False):
-        request = _load(request_id)
-        _check_may_answer(user, request)
+        request = request_load(request_id)
+        check_may_answer(user, request)
         if not request.is_pending:
-            raise _already_decided(request)
+            raise request_already_decided(request)
         if nobody_waits(request.held_until):
             raise nobody_waiting("request")
         if not _decide_one(request, user=user, answer=answer):
             request.refresh_from_db()
-            raise _already_decided(request)
+            raise request_already_decided(request)
     return RequestChange(request, _changes([request]))
 
 
@@ -360,7 +360,7 @@ def permission_decide_many(
     if not ids:
         raise ServiceError("nothing_selected", "Select the requests to answer first.")
     with transaction.atomic(savepoint=False):
-        requests = [_load(pk) for pk in ids]
+        requests = [request_load(pk) for pk in ids]
         if len({request.input_key for request in requests}) > 1:
             raise ServiceError(
                 "not_identical",
@@ -368,7 +368,7 @@ def permission_decide_many(
                 "together; answer the others one by one.",
             )
         for request in requests:
-            _check_may_answer(user, request)
+            check_may_answer(user, request)
         decided, missed = [], []
         for request in requests:
             if request.is_pending and nobody_waits(request.held_until):
@@ -377,7 +377,7 @@ def permission_decide_many(
                 decided.append(request)
             else:
                 request.refresh_from_db()
-                missed.append(_already_decided(request).message)
+                missed.append(request_already_decided(request).message)
         if not decided:
             raise ServiceError(
                 "already_decided",
@@ -390,7 +390,7 @@ def permission_decide_many(
 def permission_expire(*, request_id: int) -> RequestChange:
     """Nobody decided in time (the held hook gives up with `{}`, the terminal asks)."""
     with transaction.atomic(savepoint=False):
-        request = _load(request_id)
+        request = request_load(request_id)
         if _finish(request, outcome=RequestStatus.EXPIRED):
             return RequestChange(request, _changes([request]))
     return RequestChange(request)

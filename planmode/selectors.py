@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 
 from dashboard.core.errors import ServiceError
 from dashboard.core.sql import PreparedQuery
-from planmode.markdown import Block, _same_list, plan_blocks, render_marked
+from planmode.markdown import Block, plan_blocks, render_marked, same_list
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20
@@ -337,7 +337,7 @@ def plan_marked(old: str, new: str, *, old_title: str, new_title: str) -> Marked
         changed += [("added", block) for block in new_blocks[j1:j2]]
         # Items that go on the list just shown come first, so it is not cut in two.
         shown_list = blocks[-1][1].list_open if blocks else None
-        blocks += sorted(changed, key=lambda pair: not _same_list(pair[1].list_open, shown_list))
+        blocks += sorted(changed, key=lambda pair: not same_list(pair[1].list_open, shown_list))
         removed += i2 - i1
         added += j2 - j1
     return MarkedPlan(render_marked(blocks), added, removed)

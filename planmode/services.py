@@ -213,7 +213,7 @@ def plan_submit(
     return PlanChange(new_plan, changes)
 
 
-def _already_decided(plan: Plan) -> ServiceError:
+def plan_already_decided(plan: Plan) -> ServiceError:
     who = plan.decided_by.get_username() if plan.decided_by else None
     when = timezone.localtime(plan.decided_at).strftime("%H:%M:%S") if plan.decided_at else ""
     if plan.status in (PlanStatus.APPROVED, PlanStatus.REJECTED) and who:
@@ -299,9 +299,9 @@ def plan_decide(
     with transaction.atomic(savepoint=False):
         plan = _plan_to_decide(plan_id)
         if plan is None:
-            raise _not_found(plan_id)
+            raise plan_not_found(plan_id)
         if not plan.is_pending:
-            raise _already_decided(plan)
+            raise plan_already_decided(plan)
         if nobody_waits(plan.held_until):
             raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
@@ -326,7 +326,7 @@ def plan_decide(
             won = _finish(plan, outcome=PlanStatus.REJECTED, reviewer=reviewer, feedback=feedback)
         if not won:  # not while the row is locked; if it ever happens, nothing commits
             plan.refresh_from_db()
-            raise _already_decided(plan)
+            raise plan_already_decided(plan)
     return PlanChange(plan, _changes(decided=[plan]))
 
 
@@ -410,7 +410,7 @@ def _pending_plan_for_update(plan_id: int) -> Plan:
         .first()
     )
     if plan is None:
-        raise _not_found(plan_id)
+        raise plan_not_found(plan_id)
     if not plan.is_pending:
         raise ServiceError(
             "already_decided",
@@ -544,13 +544,13 @@ def plan_expire(*, plan_id: int) -> PlanChange:
             .first()
         )
         if plan is None:
-            raise _not_found(plan_id)
+            raise plan_not_found(plan_id)
         if _finish(plan, outcome=PlanStatus.EXPIRED):
             return PlanChange(plan, _changes(decided=[plan]))
     return PlanChange(plan)
 
 
-def _not_found(plan_id: int) -> ServiceError:
+def plan_not_found(plan_id: int) -> ServiceError:
     return ServiceError(
         "plan_not_found",
         f"There is no plan {plan_id}; use the id returned when the plan was submitted.",

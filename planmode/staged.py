@@ -98,9 +98,9 @@ def plan_stage(
             .first()
         )
         if plan is None:
-            raise services._not_found(plan_id)
+            raise services.plan_not_found(plan_id)
         if not plan.is_pending:
-            raise services._already_decided(plan)
+            raise services.plan_already_decided(plan)
         if plan.staged_answer is not None:
             raise _already_staged(plan.staged_answer.get("by_name", "Someone"), "plan")
         if services.nobody_waits(plan.held_until):
@@ -122,7 +122,7 @@ def _stage_request(
 ) -> str | None:
     """Stage one request; why not, when it cannot be."""
     if not request.is_pending:
-        return permissions._already_decided(request).message
+        return permissions.request_already_decided(request).message
     if request.staged_answer is not None:
         return _already_staged(request.staged_answer.get("by_name", "Someone"), "request").message
     if services.nobody_waits(request.held_until):
@@ -158,7 +158,7 @@ def permission_stage(
         raise ServiceError("nothing_selected", "Select the requests to answer first.")
     sends_at = timezone.now() + timedelta(seconds=seconds)
     with transaction.atomic(savepoint=False):
-        requests = [permissions._load(pk) for pk in ids]
+        requests = [permissions.request_load(pk) for pk in ids]
         if len({request.input_key for request in requests}) > 1:
             raise ServiceError(
                 "not_identical",
@@ -166,7 +166,7 @@ def permission_stage(
                 "together; answer the others one by one.",
             )
         for request in requests:
-            permissions._check_may_answer(user, request)
+            permissions.check_may_answer(user, request)
         staged, missed = [], []
         for request in requests:
             why_not = _stage_request(request, user=user, answer=answer, sends_at=sends_at)
@@ -204,7 +204,7 @@ def plan_undo(*, plan_id: int) -> Outcome[Plan]:
     with transaction.atomic(savepoint=False):
         plan = Plan.objects.filter(pk=plan_id).first()
         if plan is None:
-            raise services._not_found(plan_id)
+            raise services.plan_not_found(plan_id)
         undone = Plan.objects.filter(
             pk=plan_id,
             status=PlanStatus.PENDING,
@@ -220,8 +220,8 @@ def plan_undo(*, plan_id: int) -> Outcome[Plan]:
 def permission_undo(*, request_id: int, user: AbstractBaseUser) -> Outcome[PermissionRequest]:
     """Take back a staged answer before it is sent: the request waits exactly as before."""
     with transaction.atomic(savepoint=False):
-        request = permissions._load(request_id)
-        permissions._check_may_answer(user, request)
+        request = permissions.request_load(request_id)
+        permissions.check_may_answer(user, request)
         undone = PermissionRequest.objects.filter(
             pk=request_id,
             status=RequestStatus.PENDING,

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 from datetime import datetime
 
 from django import template
@@ -39,6 +38,13 @@ def waited(since: datetime | None) -> str:
 
 
 @register.filter
+def clock(seconds: float | None) -> str:
+    """Time left as a clock, "4:32" (as agentboard.js ticks it)."""
+    whole = max(0, int(-(-float(seconds or 0) // 1)))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+@register.filter
 def staged_words(answer: dict | None) -> str:
     """A decision held in its undo window, in words: "Approved by ana", "Denied by raj"."""
     if not answer:
@@ -59,8 +65,7 @@ def sends_in(sends_at: datetime | None) -> str:
     """The time left in an undo window, as a clock: "0:04" (agentboard.js counts it down)."""
     if sends_at is None:
         return ""
-    seconds = max(0, math.ceil((sends_at - timezone.now()).total_seconds()))
-    return f"{seconds // 60}:{seconds % 60:02d}"
+    return clock((sends_at - timezone.now()).total_seconds())
 
 
 @register.filter
@@ -85,6 +90,6 @@ def session_plans(session_pk: int) -> SafeString:
 
 @register.simple_tag
 def session_attention(session_pk: int) -> SafeString:
-    """The board's banner for plans waiting on a reviewer (the same fragment the socket
-    pushes)."""
+    """The board's banner for everything of the session that waits on a person (the same
+    fragment the socket pushes)."""
     return fragments.render_session_attention(session_pk)

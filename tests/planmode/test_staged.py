@@ -193,3 +193,19 @@ def test_a_second_answer_in_the_window_is_refused(user, reviewer):
         )
 
     assert refused.value.status == 409 and "undo that first" in refused.value.message
+
+
+def test_the_board_shows_a_staged_decision_with_its_undo_instead_of_the_wait(user, lead):
+    session, agent = make_session(user)
+    request = make_request(agent)
+
+    lead.post(f"/inbox/requests/{request.pk}/decide/", {"action": "allow", "from": "board"})
+
+    banner = parse_html(lead.get(f"/sessions/{session.session_id}/").content).find(
+        id="session-attention"
+    )
+    assert "hidden" not in banner.attrs
+    text = " ".join(banner.text().split())
+    assert "Allowed by lead — not sent yet" in text and "make release" in text
+    assert banner.find("button").text().strip() == "Undo"
+    assert not banner.find_all("button", cls="button-approve")

@@ -153,6 +153,15 @@ def test_a_permission_answer_in_the_inbox_can_be_undone_before_it_is_sent(server
 
     page.locator("[data-inbox-item]").first.get_by_role("button", name="Allow").click()
     decided_at = time.monotonic()
+    page.locator("[data-inbox-item].is-staged").wait_for()
+    # The session's board says so too, with the same Undo, in place of Allow and Deny.
+    session_id = payload("permission_request_bash.json")["session_id"]
+    page.goto(f"{server.url}/sessions/{session_id}/")
+    banner = page.locator("#session-attention")
+    assert "Allowed by lead — not sent yet" in banner.inner_text()
+    assert banner.get_by_role("button", name="Undo").is_visible()
+    assert not banner.get_by_role("button", name="Allow").count()
+    screenshot(page, "board-staged-light-desktop")
     assert bash.decision()["behavior"] == "allow"
     assert time.monotonic() - decided_at >= UNDO_SECONDS - 0.5
     page.wait_for_function("() => !document.querySelector('[data-inbox-item]')")

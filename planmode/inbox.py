@@ -174,9 +174,11 @@ class Waiting:
 
 
 def _as_waiting(queryset: QuerySet, kind: str, since: str, session: str) -> QuerySet:
-    return queryset.order_by().annotate(
-        w_kind=Value(kind), w_since=F(since), w_session=F(session), w_agent=F("agent_id")
-    ).values_list("w_kind", "pk", "w_since", "w_session", "w_agent")
+    return (
+        queryset.order_by()
+        .annotate(w_kind=Value(kind), w_since=F(since), w_session=F(session), w_agent=F("agent_id"))
+        .values_list("w_kind", "pk", "w_since", "w_session", "w_agent")
+    )
 
 
 def _sources(audience: int | None) -> list[QuerySet]:
@@ -255,7 +257,9 @@ def items_of(waits: Sequence[Waiting]) -> list[InboxItem]:
         elif (countdown := countdowns.get(wait.pk)) and wait.kind == "countdown":
             agent = countdown.agent
             items.append(
-                InboxItem("countdown", wait.pk, wait.since, agent.session, agent, countdown=countdown)
+                InboxItem(
+                    "countdown", wait.pk, wait.since, agent.session, agent, countdown=countdown
+                )
             )
         elif (terminal := terminals.get(wait.pk)) and wait.kind == "terminal":
             agent = terminal.agent

@@ -216,7 +216,7 @@ class DecidedRequest:
         if request.status == RequestStatus.EXPIRED and request.end_reason:
             return f"{request.end_reason}; the terminal asked"
         if request.status == RequestStatus.EXPIRED and self.closed_by_the_agent:
-            return "by the agent before anyone decided (answered in its terminal, or interrupted)"
+            return "by the agent before anyone decided"
         if request.status == RequestStatus.EXPIRED:
             return "as nobody decided in time; the terminal asked"
         return ""

@@ -6,6 +6,7 @@ small controls say what they do."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
 import pytest
@@ -13,6 +14,7 @@ from django.template.loader import render_to_string
 
 from tests.conftest import login, screenshot
 from tests.e2e import seed
+from tests.e2e.test_accessibility import violations
 from tests.e2e.test_inbox import hold, payload
 
 pytestmark = pytest.mark.browser
@@ -135,7 +137,7 @@ def test_no_page_scrolls_sideways_on_a_phone(server, chromium, long_names):
             if page.evaluate("document.documentElement.scrollWidth > innerWidth"):
                 wide[f"{path} ({scheme})"] = page.evaluate(SIDEWAYS)
             if scheme == "dark" or path in ("/", "/inbox/"):
-                name = path.strip("/").split("/")[0] or "overview"
+                name = re.sub(r"[^a-z0-9]+", "-", path).strip("-")[:40] or "overview"
                 screenshot(page, f"phone-{name}-{scheme}")
         context.close()
     assert {path: found for path, found in wide.items() if found} == {}
@@ -177,6 +179,14 @@ def test_an_mcp_request_leads_with_what_it_will_do(server, chromium):
     assert "\\n" not in arguments
     assert "<img src=x onerror=alert(1)>" in arguments  # shown as text
     assert row.locator("img").count() == 0
+    # A huge input stays within a fixed size, and the page stays accessible.
+    huge = MCP_PULL_REQUEST | {"body": "A line of the description.\n" * 5_000}
+    hold(server, page, payload("permission_request_mcp.json", tool_input=huge), 2)
+    second = page.locator("[data-inbox-item]").nth(1)
+    second.locator("summary").click()
+    assert second.locator("pre.inbox-body").bounding_box()["height"] <= 420
+    assert "more characters not shown" in second.inner_text()
+    assert violations(page) == []
     screenshot(page, "inbox-mcp-desktop-light")
     page.emulate_media(color_scheme="dark")
     screenshot(page, "inbox-mcp-desktop-dark")

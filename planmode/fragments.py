@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from planmode import selectors, services
+from planmode.inbox import InboxItem, waiting_by_session
 from planmode.models import Plan
 
 
@@ -37,12 +38,14 @@ def render_session_plans(
     return render_to_string("planmode/_session_plans.html", {**context, "oob": oob})
 
 
-def render_session_attention(session_pk: int, *, oob: bool = False) -> str:
-    """The board's banner for each of the session's plans that wait for a reviewer."""
-    return render_to_string(
-        "planmode/_session_attention.html",
-        {"waiting_plans": selectors.session_pending_plans(session_pk), "oob": oob},
-    )
+def render_session_attention(
+    session_pk: int, *, oob: bool = False, waits: list[InboxItem] | None = None
+) -> str:
+    """The board's banner: each thing of the session that waits on a person, with the button
+    that answers it (`waits`, when the caller has read them already)."""
+    if waits is None:
+        waits = waiting_by_session([session_pk]).get(session_pk, [])
+    return render_to_string("planmode/_session_attention.html", {"waits": waits, "oob": oob})
 
 
 def thread_plan_pks(plan: Plan) -> list[int]:

@@ -8,11 +8,12 @@ else only the sessions their own tokens report (`audience`: None, or that user's
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet, Value
 
 from dashboard.models import Agent, Session
 from planmode import rules
@@ -61,6 +62,29 @@ class InboxItem:
     @property
     def dom_id(self) -> str:
         return f"inbox-{self.kind}-{self.pk}"
+
+    @property
+    def what(self) -> str:
+        """What waits, in a word or two, as a row leads with it: "Plan", "Bash", "MCP …"."""
+        if self.kind == "permission":
+            assert self.view is not None
+            return self.view.tool
+        return {"plan": "Plan", "countdown": "Continuation", "terminal": "Terminal"}[self.kind]
+
+    @property
+    def summary(self) -> str:
+        """The plain text that says what the person is asked: the plan's title, the command."""
+        if self.kind == "plan":
+            assert self.plan is not None
+            return self.plan.title
+        if self.kind == "permission":
+            assert self.view is not None
+            return self.view.headline
+        if self.kind == "countdown":
+            assert self.countdown is not None
+            left = self.countdown.unfinished
+            return f"{left} task{'' if left == 1 else 's'} left"
+        return self.terminal_words
 
     @property
     def terminal_words(self) -> str:
@@ -129,42 +153,141 @@ def _terminal_waits(audience: int | None):
     )
 
 
-def inbox_count(audience: int | None) -> InboxCount:
+# --- the one definition of "waiting on a person" ------------------------------------------------
+#
+# Every surface that says what waits (the header count and the tab title, the overview's pinned
+# rows and its filter, the board's banner, the agent's card, the inbox, notifications) reads it
+# from `waiting()`: one query, whichever kinds there are. A new kind of waiting is added there.
+
+KINDS = ("plan", "permission", "countdown", "terminal")
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """One thing that waits on a person, as the one query finds it (nothing loaded)."""
+
+    kind: str  # one of KINDS
+    pk: int
+    since: datetime
+    session_id: int
+    agent_id: int
+
+
+def _as_waiting(queryset: QuerySet, kind: str, since: str, session: str) -> QuerySet:
+    return queryset.order_by().annotate(
+        w_kind=Value(kind), w_since=F(since), w_session=F(session), w_agent=F("agent_id")
+    ).values_list("w_kind", "pk", "w_since", "w_session", "w_agent")
+
+
+def _sources(audience: int | None) -> list[QuerySet]:
+    return [
+        _as_waiting(_pending_plans(audience), "plan", "submitted_at", "session_id"),
+        _as_waiting(_pending_requests(audience), "permission", "requested_at", "session_id"),
+        _as_waiting(_countdowns(audience), "countdown", "created_at", "agent__session_id"),
+        _as_waiting(_terminal_waits(audience), "terminal", "since", "agent__session_id"),
+    ]
+
+
+def waiting(
+    audience: int | None = None,
+    *,
+    sessions: Sequence[int] | None = None,
+    agents: Sequence[int] | None = None,
+) -> list[Waiting]:
+    """Everything waiting on the audience (None: on any reviewer), oldest first; only in these
+    sessions, or of these agents, when given. One query."""
+    if (sessions is not None and not sessions) or (agents is not None and not agents):
+        return []
+    parts = []
+    for source in _sources(audience):
+        if sessions is not None:
+            source = source.filter(w_session__in=list(sessions))
+        if agents is not None:
+            source = source.filter(agent_id__in=list(agents))
+        parts.append(source)
+    rows = parts[0].union(*parts[1:], all=True)
+    found = [Waiting(*row) for row in rows]
+    return sorted(found, key=lambda w: (w.since, KINDS.index(w.kind), w.pk))
+
+
+def count_of(waits: Sequence[Waiting]) -> InboxCount:
+    kinds = Counter(w.kind for w in waits)
     return InboxCount(
-        plans=_pending_plans(audience).count(),
-        permissions=_pending_requests(audience).count(),
-        countdowns=_countdowns(audience).count(),
-        terminals=_terminal_waits(audience).distinct().count(),
+        plans=kinds["plan"],
+        permissions=kinds["permission"],
+        countdowns=kinds["countdown"],
+        terminals=kinds["terminal"],
     )
+
+
+def inbox_count(audience: int | None) -> InboxCount:
+    return count_of(waiting(audience))
 
 
 def inbox_items(audience: int | None) -> list[InboxItem]:
     """Oldest first: whoever has waited longest is served first."""
-    related = ("session", "session__owner", "agent", "agent__session")
-    items = [
-        InboxItem("plan", plan.pk, plan.submitted_at, plan.session, plan.agent, plan=plan)
-        for plan in _pending_plans(audience).select_related(*related)
-    ]
-    requests = list(_pending_requests(audience).select_related(*related))
-    identical = Counter(request.input_key for request in requests)
-    items += [_request_item(request, identical[request.input_key]) for request in requests]
-    agent_related = ("agent", "agent__session", "agent__session__owner")
-    items += [
-        InboxItem(
-            "countdown",
-            countdown.pk,
-            countdown.created_at,
-            countdown.agent.session,
-            countdown.agent,
-            countdown=countdown,
-        )
-        for countdown in _countdowns(audience).select_related(*agent_related)
-    ]
-    items += [
-        InboxItem("terminal", wait.pk, wait.since, wait.agent.session, wait.agent, wait=wait)
-        for wait in _terminal_waits(audience).select_related(*agent_related).distinct()
-    ]
-    return sorted(items, key=lambda item: (item.since, item.kind, item.pk))
+    return items_of(waiting(audience))
+
+
+_RELATED = ("session", "session__owner", "agent", "agent__session")
+_AGENT_RELATED = ("agent", "agent__session", "agent__session__owner")
+
+
+def items_of(waits: Sequence[Waiting]) -> list[InboxItem]:
+    """What `waits` are, loaded for a page (at most one query per kind present), in their order.
+    A thing that stopped waiting between the two reads is left out."""
+    pks: dict[str, list[int]] = {kind: [] for kind in KINDS}
+    for wait in waits:
+        pks[wait.kind].append(wait.pk)
+    plans = _load(Plan.objects.select_related(*_RELATED), pks["plan"])
+    requests = _load(PermissionRequest.objects.select_related(*_RELATED), pks["permission"])
+    countdowns = _load(Continuation.objects.select_related(*_AGENT_RELATED), pks["countdown"])
+    terminals = _load(TerminalWait.objects.select_related(*_AGENT_RELATED), pks["terminal"])
+    identical = Counter(request.input_key for request in requests.values())
+    items = []
+    for wait in waits:
+        if (plan := plans.get(wait.pk)) and wait.kind == "plan":
+            items.append(
+                InboxItem("plan", plan.pk, wait.since, plan.session, plan.agent, plan=plan)
+            )
+        elif (request := requests.get(wait.pk)) and wait.kind == "permission":
+            items.append(_request_item(request, identical[request.input_key]))
+        elif (countdown := countdowns.get(wait.pk)) and wait.kind == "countdown":
+            agent = countdown.agent
+            items.append(
+                InboxItem("countdown", wait.pk, wait.since, agent.session, agent, countdown=countdown)
+            )
+        elif (terminal := terminals.get(wait.pk)) and wait.kind == "terminal":
+            agent = terminal.agent
+            items.append(
+                InboxItem("terminal", wait.pk, wait.since, agent.session, agent, wait=terminal)
+            )
+    return items
+
+
+def _load(queryset: QuerySet, pks: list[int]) -> dict[int, Any]:
+    return {row.pk: row for row in queryset.filter(pk__in=pks)} if pks else {}
+
+
+def waiting_by_session(session_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
+    """What waits on a person in each of these sessions (on any reviewer: a board and an
+    overview row show everything of their session), oldest first."""
+    found: dict[int, list[InboxItem]] = {}
+    for item in items_of(waiting(sessions=session_pks)):
+        found.setdefault(item.session.pk, []).append(item)
+    return found
+
+
+def waiting_by_agent(agent_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
+    found: dict[int, list[InboxItem]] = {}
+    for item in items_of(waiting(agents=agent_pks)):
+        found.setdefault(item.agent.pk, []).append(item)
+    return found
+
+
+def sessions_waiting() -> list[int]:
+    """Every session with something waiting on a person (the overview lists them all)."""
+    return sorted({wait.session_id for wait in waiting()})
 
 
 def _request_item(request: PermissionRequest, identical: int = 1) -> InboxItem:
@@ -254,12 +377,7 @@ def inbox_context(audience: int | None, **extra: Any) -> dict[str, Any]:
     items = inbox_items(audience)
     return {
         "items": items,
-        "count": InboxCount(
-            plans=sum(1 for i in items if i.kind == "plan"),
-            permissions=sum(1 for i in items if i.kind == "permission"),
-            countdowns=sum(1 for i in items if i.kind == "countdown"),
-            terminals=sum(1 for i in items if i.kind == "terminal"),
-        ),
+        "count": count_of(items),
         "decided": recently_decided(audience),
         "can_steer": audience is None,
         **extra,

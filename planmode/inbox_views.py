@@ -80,12 +80,17 @@ def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
 @require_POST
 async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
     user = await request.auser()
+    # The board's banner answers in place: it is told only whether it worked (the socket
+    # updates the banner), and why not, in one sentence.
+    from_board = request.POST.get("from") == "board"
     try:
         answer = _answer_from(request)
         await write(permission_decide, request_id=request_id, user=user, answer=answer)
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such permission request.") from None
+        if from_board:
+            return HttpResponse(error.message, status=error.status, content_type="text/plain")
         if request.htmx:
             return await sync_to_async(_list)(request, status=error.status, notice=error.message)
         return await sync_to_async(_detail)(
@@ -95,6 +100,8 @@ async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
             error=error.message,
             message=request.POST.get("message", ""),
         )
+    if from_board:
+        return HttpResponse(status=204)
     if request.htmx:
         return await sync_to_async(_list)(request)
     return redirect("inbox")

@@ -139,7 +139,8 @@ def permission_request_open(
     if not agent.awaiting_plan:
         Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
         agent.awaiting_plan = True
-    changes = Changes(permission_requests={request.pk})
+    # The agent's card, its session's row and its board's banner say what it waits for.
+    changes = Changes(permission_requests={request.pk}).agent(agent.pk, agent.session_id)
     return RequestChange(request, changes)
 
 
@@ -203,10 +204,13 @@ def _finish(
 
 
 def _changes(decided: list[PermissionRequest]) -> Changes:
-    return Changes(
+    changes = Changes(
         permission_requests={request.pk for request in decided},
         decided_permissions={request.pk: permission_state(request) for request in decided},
     )
+    for request in decided:
+        changes.agent(request.agent_id, request.session_id)
+    return changes
 
 
 def _load(request_id: int) -> PermissionRequest:
@@ -424,6 +428,7 @@ def agent_moved_on(
     )
     if ended:
         changes.inbox_sessions.add(agent.session_id)
+        changes.agent(agent.pk, agent.session_id)
     if not moved_on:
         return changes
     changes.merge(plans_answered_elsewhere(agent=agent))
@@ -462,7 +467,7 @@ def terminal_wait_record(*, agent: Agent, notification_type: str, message: str) 
     if not agent.awaiting_plan:
         Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
         agent.awaiting_plan = True
-    return Changes(inbox_sessions={agent.session_id})
+    return Changes(inbox_sessions={agent.session_id}).agent(agent.pk, agent.session_id)
 
 
 # --- what the agent is told -------------------------------------------------------------------

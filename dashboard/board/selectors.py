@@ -12,8 +12,7 @@ from django.utils.text import Truncator
 
 from dashboard.core.sql import PreparedQuery, rows_in
 from dashboard.models import Agent, Session
-from planmode.models import Plan, PlanStatus
-from planmode.selectors import pending_by_session, sessions_with_pending_plans
+from planmode.inbox import InboxItem, sessions_waiting, waiting_by_agent, waiting_by_session
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
 from todos.services import FLAG_MESSAGES, progress_of
 
@@ -67,8 +66,8 @@ class AgentCard:
     shown: list[Todo] = field(default_factory=list)
     hidden_before: int = 0
     hidden_after: int = 0
-    # The agent's plan waiting for a reviewer, if any: the card says so.
-    waiting_plan: Plan | None = None
+    # What of this agent waits on a person (a plan, a permission request, …): the card says so.
+    waits: list[InboxItem] = field(default_factory=list)
 
     @property
     def next_pending(self) -> Todo | None:
@@ -86,18 +85,18 @@ class SessionSummary:
     tally: Tally
     current_activity: str = ""
     flag_count: int = 0
-    extra: dict = field(default_factory=dict)
-    # An agent of this session is in the enforcer's countdown, which the lead may cancel.
-    continuing: bool = False
+    # What waits on a person in this session, oldest first (`planmode.inbox.waiting`).
+    waits: list[InboxItem] = field(default_factory=list)
 
     @property
-    def waiting_plan(self) -> Plan | None:
-        return self.extra.get("waiting_plan")
+    def first_wait(self) -> InboxItem | None:
+        """What the row names: what has waited longest."""
+        return self.waits[0] if self.waits else None
 
     @property
     def group(self) -> str:
         """Where the overview lists it: what waits on the lead first, ended sessions last."""
-        if self.extra.get("plans_waiting") or self.continuing:
+        if self.waits:
             return "waiting"
         return "active" if self.session.is_active else "ended"
 
@@ -105,7 +104,8 @@ class SessionSummary:
     def change_key(self) -> str:
         """What a reader would notice changing (not the clock): the row flashes when it does."""
         t = self.tally
-        return f"{self.group}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
+        waits = ",".join(item.dom_id for item in self.waits)
+        return f"{self.group}|{waits}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
 
 
 def card_window(todos: Sequence[Todo]) -> tuple[int, int]:
@@ -131,7 +131,7 @@ class _CardParts:
     todos: list[Todo] = field(default_factory=list)
     counting: list[Continuation] = field(default_factory=list)
     recent_flags: list[EnforcerEvent] = field(default_factory=list)
-    pending_plans: list[Plan] = field(default_factory=list)
+    waits: list[InboxItem] = field(default_factory=list)
 
 
 def _card(agent: Agent, parts: _CardParts) -> AgentCard:
@@ -163,7 +163,7 @@ def _card(agent: Agent, parts: _CardParts) -> AgentCard:
         shown=todos[start:end],
         hidden_before=start,
         hidden_after=len(todos) - end,
-        waiting_plan=parts.pending_plans[0] if parts.pending_plans else None,
+        waits=parts.waits,
     )
 
 
@@ -187,12 +187,6 @@ _counting = PreparedQuery(
         agent_id__in=pks, status=Continuation.Status.COUNTING
     ).order_by("pk"),
 )
-_pending_plans = PreparedQuery(
-    Plan,
-    lambda pks: Plan.objects.filter(agent_id__in=pks, status=PlanStatus.PENDING).order_by(
-        "-revision", "pk"
-    ),
-)
 _events = PreparedQuery(
     EnforcerEvent,
     lambda pks: EnforcerEvent.objects.filter(pk__in=pks).order_by("-created_at", "-pk"),
@@ -209,15 +203,16 @@ _RECENT_FLAGS = """
 
 
 def _cards(agents: list[Agent]) -> list[AgentCard]:
-    """The cards of these agents (their session and tracking rows loaded), in five queries."""
+    """The cards of these agents (their session and tracking rows loaded), in five queries, and
+    one more per kind of thing that waits on a person, if any does."""
     parts = {agent.pk: _CardParts() for agent in agents}
     pks = list(parts)
     for todo in _todos.rows(pks):
         parts[todo.agent_id].todos.append(todo)
     for continuation in _counting.rows(pks):
         parts[continuation.agent_id].counting.append(continuation)
-    for plan in _pending_plans.rows(pks):
-        parts[plan.agent_id].pending_plans.append(plan)
+    for agent_pk, waits in waiting_by_agent(pks).items():
+        parts[agent_pk].waits = waits
     recent = (EnforcerEvent.Kind.FLAG.value, FLAG_HISTORY_LENGTH)
     flag_pks = [pk for (pk,) in rows_in(_RECENT_FLAGS, pks, recent)] if pks else []
     for event in _events.rows(flag_pks):
@@ -264,11 +259,6 @@ _ACTIVITY = """
     WHERE a.session_id IN ({ids}) AND t.status = 'in_progress'
     ORDER BY a.started_at, a.id, t.position
 """
-_COUNTING = """
-    SELECT DISTINCT a.session_id FROM todos_continuation c
-    JOIN dashboard_agent a ON c.agent_id = a.id
-    WHERE a.session_id IN ({ids}) AND c.status = 'counting'
-"""
 
 
 def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
@@ -294,8 +284,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         if known is None or (is_main and not known[0]):
             text = Truncator(active_form or content).chars(QUOTED_CHARS)
             activity[session_pk] = (bool(is_main), text)
-    plans_waiting = pending_by_session(ids)
-    counting = {session_pk for (session_pk,) in rows_in(_COUNTING, ids)}
+    waits = waiting_by_session(ids)
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -312,8 +301,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                 tally=tally,
                 current_activity=activity.get(session.pk, (False, ""))[1],
                 flag_count=flagged[session.pk],
-                extra=plans_waiting.get(session.pk, {}),
-                continuing=session.pk in counting,
+                waits=waits.get(session.pk, []),
             )
         )
     return summaries
@@ -322,8 +310,11 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
 GROUP_ORDER = {"waiting": 0, "active": 1, "ended": 2}
 
 
-def overview(limit: int = OVERVIEW_LIMIT, client: str = "") -> list[SessionSummary]:
-    """What waits on the lead first (longest waiting first), then running sessions and then
+def overview(
+    limit: int = OVERVIEW_LIMIT, client: str = "", audience: int | None = None
+) -> list[SessionSummary]:
+    """What waits on the audience first (longest waiting first: on a reviewer, None, whatever
+    waits; on anyone else, what waits in their own sessions), then running sessions and then
     ended ones, each newest activity first. A waiting session is listed however old it is.
     `client` keeps only the sessions of one kind of agent."""
     chosen = Session.objects.select_related("owner")
@@ -331,15 +322,18 @@ def overview(limit: int = OVERVIEW_LIMIT, client: str = "") -> list[SessionSumma
         chosen = chosen.filter(client=client)
     sessions = list(chosen.order_by("-last_seen_at")[:limit])
     listed = {session.pk for session in sessions}
-    missing = [pk for pk in sessions_with_pending_plans() if pk not in listed]
+    missing = [pk for pk in sessions_waiting() if pk not in listed]
     if missing:
         sessions += chosen.filter(pk__in=missing)
     summaries = session_summaries(sessions)
 
     def place(summary: SessionSummary) -> tuple:
-        since = summary.extra.get("plan_waiting_since")
+        since = summary.first_wait.since if summary.first_wait else None
+        group = summary.group
+        if group == "waiting" and audience is not None and summary.session.owner_id != audience:
+            group, since = "active" if summary.session.is_active else "ended", None
         return (
-            GROUP_ORDER[summary.group],
+            GROUP_ORDER[group],
             since.timestamp() if since else 0.0,
             -summary.session.last_seen_at.timestamp(),
         )

@@ -142,7 +142,10 @@ class BoardConsumer(Consumer):
                 render_to_string(
                     "dashboard/_session_list.html",
                     {
-                        "summaries": selectors.overview(client=self.client),
+                        "summaries": selectors.overview(
+                            client=self.client, audience=self.audience
+                        ),
+                        "audience": self.audience,
                         "client": self.client,
                         "client_label": Client(self.client).label if self.client else "",
                         "oob": True,
@@ -151,8 +154,9 @@ class BoardConsumer(Consumer):
             )
         else:
             session = Session.objects.select_related("owner").get(pk=self.session_pk)
+            summary = selectors.session_summaries([session])[0]
             context = {
-                "summary": selectors.session_summaries([session])[0],
+                "summary": summary,
                 "cards": selectors.board_cards(session),
                 "history": selectors.session_history(session),
                 "oob": True,
@@ -160,7 +164,9 @@ class BoardConsumer(Consumer):
             for template in ("_session_header", "_cards", "_history"):
                 parts.append(render_to_string(f"dashboard/{template}.html", context))
             parts.append(fragments.render_session_plans(session.pk, oob=True))
-            parts.append(fragments.render_session_attention(session.pk, oob=True))
+            parts.append(
+                fragments.render_session_attention(session.pk, oob=True, waits=summary.waits)
+            )
         return "".join(parts)
 
 

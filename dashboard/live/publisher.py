@@ -488,13 +488,27 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                 parts[header_group(audience)].append(render_plans_waiting(audience))
             if shown(inbox_group(audience)):
                 parts[inbox_group(audience)].append(render_inbox(audience))
+    # The banner of each board whose waits changed (a plan, a permission request, a countdown,
+    # a terminal wait): only then, so that a todo write never takes the focus off its buttons.
+    waits_changed = (
+        {plan.session_id for plan in plans} | due.inbox_sessions | _sessions_of(due)
+        if due.inbox
+        else set()
+    )
+    for session_pk in sorted(waits_changed):
+        if shown(session_group(session_pk)):
+            summary = summaries.get(session_pk)
+            parts[session_group(session_pk)].append(
+                fragments.render_session_attention(
+                    session_pk, oob=True, waits=summary.waits if summary else None
+                )
+            )
     if plans:
         flash = [plan.pk for plan in plans]
         parts[PLANS_GROUP].append(fragments.render_queue(flash_pks=flash, oob=True))
         for session_pk in sorted({plan.session_id for plan in plans}):
             parts[session_group(session_pk)].append(
                 fragments.render_session_plans(session_pk, flash_pks=flash, oob=True)
-                + fragments.render_session_attention(session_pk, oob=True)
             )
         # Every page of an agent's plan thread shows the thread's decision history.
         for plan in {plan.agent_id: plan for plan in plans}.values():
@@ -509,6 +523,19 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment(group, "".join(html))) for group, html in parts.items()]
+
+
+def _sessions_of(due: Due) -> set[int]:
+    """The sessions of the permission requests in `due` (one query, only if there are any)."""
+    from planmode.models import PermissionRequest
+
+    if not due.permission_requests:
+        return set()
+    return set(
+        PermissionRequest.objects.filter(pk__in=due.permission_requests).values_list(
+            "session_id", flat=True
+        )
+    )
 
 
 def render_plans_waiting(audience: int | None = None) -> str:

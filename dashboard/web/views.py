@@ -21,6 +21,7 @@ from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Session
 from dashboard.web.api import configured_waits
+from planmode.permissions import audience_of
 from todos import enforcer
 from todos.models import Continuation
 
@@ -59,8 +60,10 @@ def overview(request: HttpRequest) -> HttpResponse:
         raise BadRequest(
             f"There is no agent kind {client!r}; pick one of {', '.join(Client.values)}."
         )
+    audience = audience_of(request.user)
     context = {
-        "summaries": selectors.overview(client=client),
+        "summaries": selectors.overview(client=client, audience=audience),
+        "audience": audience,
         "client": client,
         "client_label": Client(client).label if client else "",
         "kinds": [{"value": "", "label": "All kinds"}]
@@ -72,9 +75,11 @@ def overview(request: HttpRequest) -> HttpResponse:
 @login_required
 def session_board(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_object_or_404(Session.objects.select_related("owner"), session_id=session_id)
+    summary = selectors.session_summaries([session])[0]
     context = {
         "session": session,
-        "summary": selectors.session_summaries([session])[0],
+        "summary": summary,
+        "waits": summary.waits,
         "cards": selectors.board_cards(session),
         "history": selectors.session_history(session),
     }

@@ -38,6 +38,13 @@ def waited(since: datetime | None) -> str:
 
 
 @register.filter
+def clock(seconds: float | None) -> str:
+    """Time left as a clock, "4:32" (as agentboard.js ticks it)."""
+    whole = max(0, int(-(-float(seconds or 0) // 1)))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+@register.filter
 def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "")
 
@@ -59,6 +66,6 @@ def session_plans(session_pk: int) -> SafeString:
 
 @register.simple_tag
 def session_attention(session_pk: int) -> SafeString:
-    """The board's banner for plans waiting on a reviewer (the same fragment the socket
-    pushes)."""
+    """The board's banner for everything of the session that waits on a person (the same
+    fragment the socket pushes)."""
     return fragments.render_session_attention(session_pk)

@@ -91,8 +91,10 @@
     var listed = document.getElementById("session-list");
     var kind = listed ? listed.dataset.client : "";
     var shown = 0;
+    var mineCount = 0;
     rows.forEach(function (row) {
-      var waiting = row.dataset.waiting === "true";
+      var waiting = waitsOnMe(row);
+      if (waiting) mineCount += parseInt(row.dataset.waits || "0", 10);
       var show = filter === "all" || (filter === "active" && (row.dataset.active === "true" || waiting)) ||
         (filter === "waiting" && waiting);
       if (text && row.dataset.search.indexOf(text) === -1) show = false;
@@ -101,6 +103,8 @@
       row.hidden = !show;
       if (show) shown += 1;
     });
+    var chipCount = document.querySelector("[data-waiting-chip-count]");
+    if (chipCount) chipCount.textContent = mineCount ? " (" + mineCount + ")" : "";
     var list = document.getElementById("session-list");
     var empty = document.getElementById("filter-empty");
     if (list && empty) {
@@ -133,8 +137,18 @@
   /* Overview order: what waits on me first, then running sessions, then ended ones. A row
      that changed group (a plan arrived, the session ended or came back) moves to the top of
      its group (the end, for what waits: oldest first); rows that stay in their group stay put. */
-  var RANK = { waiting: 0, active: 1, ended: 2 };
-  function rank(row) { return RANK[row.dataset.group] === undefined ? 1 : RANK[row.dataset.group]; }
+  /* A row waits on me when something in it waits on a person and I am who may answer it: a
+     reviewer answers for every session, anyone else for their own (the header counts alike). */
+  function waitsOnMe(row) {
+    if (row.dataset.waiting !== "true") return false;
+    var list = document.getElementById("session-list");
+    var audience = list ? list.dataset.audience : "all";
+    return !audience || audience === "all" || audience === row.dataset.owner;
+  }
+  function rank(row) {
+    if (waitsOnMe(row)) return 0;
+    return row.dataset.active === "true" ? 1 : 2;
+  }
   function neighbour(row, step) {
     var el = step < 0 ? row.previousElementSibling : row.nextElementSibling;
     while (el && !el.classList.contains("session-row")) el = step < 0 ? el.previousElementSibling : el.nextElementSibling;
@@ -190,20 +204,42 @@
     if (event.animationName === "flash") event.target.classList.remove("flash");
   });
 
-  /* Continuation countdowns: "Resuming in Ns…", ticking every second until the server says
-     what happened (the card is then re-rendered without the toast). */
+  /* Continuation countdowns: "Resumes in 4:32", ticking every second until the server says
+     what happened (the fragment is then re-rendered without it). */
+  function clock(seconds) {
+    var whole = Math.max(0, Math.ceil(seconds));
+    var rest = whole % 60;
+    return Math.floor(whole / 60) + ":" + (rest < 10 ? "0" : "") + rest;
+  }
   function startCountdowns(root) {
-    (root.querySelectorAll ? root.querySelectorAll("[data-countdown-seconds]") : []).forEach(function (toast) {
+    var found = root.querySelectorAll ? Array.prototype.slice.call(root.querySelectorAll("[data-countdown-seconds]")) : [];
+    if (root.matches && root.matches("[data-countdown-seconds]")) found.push(root);
+    found.forEach(function (toast) {
+      if (toast.dataset.ticking) return;
+      toast.dataset.ticking = "1";
       var due = Date.now() + parseFloat(toast.dataset.countdownSeconds) * 1000;
       var number = toast.querySelector(".countdown-number");
       function tick() {
         if (!toast.isConnected) return;
-        number.textContent = String(Math.max(0, Math.ceil((due - Date.now()) / 1000)));
+        number.textContent = clock((due - Date.now()) / 1000);
         if (Date.now() < due) setTimeout(tick, 250);
       }
       tick();
     });
   }
+
+  /* A permission answered from the board's banner: the banner updates by itself when the
+     answer is stored; a refusal is said in the banner. */
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.target.closest && event.target.closest("[data-attention-form]");
+    if (!form) return;
+    var error = form.querySelector("[data-attention-error]");
+    var xhr = event.detail.xhr;
+    if (event.detail.successful) { error.hidden = true; return; }
+    error.textContent = xhr && xhr.status && xhr.responseText && xhr.responseText.length < 500
+      ? xhr.responseText : "The answer could not be sent; try again.";
+    error.hidden = false;
+  });
 
   /* Every piece of new content (page load and each out-of-band swap). */
   function updateTitle() {

@@ -56,7 +56,7 @@ def test_a_session_waiting_on_a_plan_is_pinned_above_the_rest_with_how_long_it_w
     status = rows[0].find(cls="row-status")
     # Submitted a moment ago (a second on a busy machine).
     assert re.search(r"Plan waiting [01] s", status.text())
-    assert status.find(cls="plan-name").text() == "Cursor pagination for orders"
+    assert status.find(cls="wait-what").text() == "Cursor pagination for orders"
     assert rows[0].find("a", cls="needs-you").attrs["href"].startswith("/plans/")
     assert rows[0].attrs["data-group"] == "waiting"
 

@@ -4,6 +4,7 @@ it leaves in tests/e2e/screenshots/ are the ones to look at after a change of th
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -11,6 +12,7 @@ from django.template.loader import render_to_string
 
 from tests.conftest import login, screenshot
 from tests.e2e import seed
+from tests.e2e.test_inbox import HeldHook, payload
 
 pytestmark = pytest.mark.browser
 
@@ -61,6 +63,16 @@ def board(agentboard_server, chromium):
     login(page, agentboard_server)
     seed.seed_revision(page, agentboard_server, seeded)
     context.close()
+    # The visited board's agent is held on a Bash request: its banner answers it in place.
+    held = HeldHook(
+        agentboard_server,
+        payload("permission_request_bash.json", session_id=seeded.session_ids[-3]),
+    )
+    held.start()
+    query = "SELECT COUNT(*) FROM planmode_permissionrequest"
+    deadline = time.monotonic() + 20
+    while agentboard_server.query(query)[0][0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     return seeded
 
 

@@ -88,7 +88,7 @@ def test_the_inbox_lists_everything_waiting_oldest_first(reviewer_client, user):
     assert "Open session" in texts[0]
     assert "Pagination" in texts[1] and "Review" in texts[1]
     assert "make release" in texts[2] and "Bash" in texts[2] and "waiting 2 min" in texts[2]
-    assert "Resuming in" in texts[3] and "2 tasks left" in texts[3]
+    assert "Resumes in 0:0" in texts[3] and "2 tasks left" in texts[3]
     page = parse_html(response.content)
     assert page.find(id="plans-waiting").text() == "4 waiting on you"
     assert page.find("title").text().startswith("(4) Inbox")

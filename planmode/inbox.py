@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import F, Q, QuerySet, Value
@@ -392,9 +392,31 @@ class DecidedRequest:
             return f"by the team rule {record.rule_text}"
         if request.status == RequestStatus.ANSWERED_IN_TERMINAL:
             return "in the agent's terminal"
+        if request.status == RequestStatus.EXPIRED and request.end_reason:
+            return f"{request.end_reason}; the terminal asked"
+        if request.status == RequestStatus.EXPIRED and self.closed_by_the_agent:
+            return "by the agent before anyone decided"
         if request.status == RequestStatus.EXPIRED:
-            return f"{request.end_reason or 'nobody decided in time'}; the terminal asked"
+            return "as nobody decided in time; the terminal asked"
         return ""
+
+    @property
+    def outcome(self) -> str:
+        """The status word the row leads with."""
+        if self.closed_by_the_agent:
+            return "Closed"
+        return self.request.get_status_display().capitalize()
+
+    @property
+    def closed_by_the_agent(self) -> bool:
+        """Whether the agent let go of its held hook well before the hold ran out: nobody here
+        was too slow, the agent went on."""
+        request = self.request
+        if request.status != RequestStatus.EXPIRED or request.end_reason:
+            return False
+        if request.held_until is None or request.decided_at is None:
+            return False
+        return request.decided_at < request.held_until - timedelta(seconds=2)
 
 
 def recently_decided(audience: int | None, limit: int = RECENT_DECIDED) -> list[DecidedRequest]:

@@ -105,7 +105,9 @@ class SessionSummary:
         """What a reader would notice changing (not the clock): the row flashes when it does."""
         t = self.tally
         waits = ",".join(item.dom_id for item in self.waits)
-        return f"{self.group}|{waits}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
+        return (
+            f"{self.group}|{waits}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
+        )
 
 
 def card_window(todos: Sequence[Todo]) -> tuple[int, int]:

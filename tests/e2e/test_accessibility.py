@@ -56,6 +56,7 @@ def board(agentboard_server, chromium):
     successor waiting too."""
     seeded = seed.seed(agentboard_server, sessions=12)
     seed.seed_plans(agentboard_server, seeded)
+    seeded.long_names = seed.seed_long_names(agentboard_server)
     context = chromium.new_context(viewport=VIEWPORTS["desktop"])
     page = context.new_page()
     login(page, agentboard_server)
@@ -82,6 +83,7 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("login", "/accounts/login/", logged_in=False, wait_live=False),
         Visit("overview", "/"),
         Visit("board", f"/sessions/{board.session_ids[-3]}/"),
+        Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),
         Visit("inbox", "/inbox/"),
         Visit("review-pending", f"/plans/{board.revised_plan}/"),

@@ -116,6 +116,13 @@ def test_a_plan_decision_waits_out_its_undo_window_on_every_page(server, chromiu
         nothing_arrives(agent, UNDO_SECONDS + 1)
         page.wait_for_function("() => document.title.startsWith('(1) ')")
 
+        # u undoes from the keyboard too.
+        page.keyboard.press("a")
+        page.locator("#staged-decision").get_by_text("Approved by lead").wait_for()
+        page.keyboard.press("u")
+        page.locator("#staged-decision").wait_for(state="hidden")
+        other.locator("#staged-decision").wait_for(state="hidden")
+
         # Approve, and leave it: the agent hears of it when the window closes, not before.
         page.keyboard.press("a")
         decided_at = time.monotonic()

@@ -494,19 +494,32 @@ def _may_hold_secret(text: str) -> bool:
     return any(_is_run_trigger(run.group()) for run in _RUN.finditer(text))
 
 
+# Short texts found to hold no secret, remembered: an agent sends its whole list again with
+# each change, and a text stored redacted is read back and compared. Only clean texts are kept
+# (never a secret), at most CLEAN_TEXTS of them, forgotten all at once when full.
+CLEAN_TEXTS = 4_096
+CLEAN_TEXT_CHARS = 512
+_clean: dict[str, None] = {}
+
+
 def redact(text: str, *, limit: int = MAX_TEXT_CHARS) -> str:
     """`text` with every secret in it replaced by `[redacted:<kind>]`. Text past `limit`
     characters is not scanned, and not kept: it becomes `[redacted:unscanned]`."""
+    if len(text) <= limit and text in _clean:
+        return text
     text, cut = _bounded(text, limit)
-    if _may_hold_secret(text):
-        findings = find_secrets(text)
-        if findings:
-            parts, at = [], 0
-            for finding in findings:
-                parts += [text[at : finding.start], marker(finding.kind)]
-                at = finding.end
-            parts.append(text[at:])
-            text = "".join(parts)
+    findings = find_secrets(text) if _may_hold_secret(text) else []
+    if findings:
+        parts, at = [], 0
+        for finding in findings:
+            parts += [text[at : finding.start], marker(finding.kind)]
+            at = finding.end
+        parts.append(text[at:])
+        text = "".join(parts)
+    elif not cut and len(text) <= CLEAN_TEXT_CHARS:
+        if len(_clean) >= CLEAN_TEXTS:
+            _clean.clear()
+        _clean[text] = None
     return text + UNSCANNED if cut else text
 
 

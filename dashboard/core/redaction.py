@@ -550,12 +550,13 @@ def redact_json(value: Any) -> Any:
 
 @dataclass
 class _Budget:
-    nodes: int = 0
+    # Nodes are counted when their container takes them in, so no container takes in more
+    # than what is left: the root is the first.
+    nodes: int = 1
     strings: int = 0
     chars: int = 0
 
     def copy(self, node: Any, key: str, depth: int, stack: list[Any]) -> Any:
-        self.nodes += 1
         if isinstance(node, str):
             return self.text(node, key)
         if not isinstance(node, dict | list | tuple):

@@ -265,3 +265,14 @@ def test_binary_looking_text_comes_back_bounded():
     redacted = redact(noise)
 
     assert len(redacted) <= MAX_TEXT_CHARS + len(UNSCANNED)
+
+
+def test_only_texts_without_a_secret_are_remembered_and_only_so_many():
+    redaction._clean.clear()
+    for secret in SECRETS:
+        redact(secret.text)
+    for number in range(redaction.CLEAN_TEXTS + 10):
+        redact(f"Run the suite, part {number}")
+
+    assert len(redaction._clean) <= redaction.CLEAN_TEXTS
+    assert not any(leaked(secret.value, text) for secret in SECRETS for text in redaction._clean)

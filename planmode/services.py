@@ -23,6 +23,7 @@ from django.utils import timezone
 from dashboard.core.changes import Changes
 from dashboard.core.edge import text_problem
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import redact
 from dashboard.core.services import (
     agent_resolve_for_update,
     agent_touch,
@@ -164,8 +165,10 @@ def plan_submit(
     The agent's older pending revision is withdrawn: only the newest one can be decided. A retry
     with the same idempotency key and body returns the first plan and changes nothing.
     `held_for`: the seconds a held hook waits for the decision, when one does.
+    Secrets in the plan are redacted before it is stored (or hashed).
     """
     _check_plan_text(plan)
+    plan = redact(plan)
     request_hash = _request_hash(plan, plan_file_path)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
@@ -262,7 +265,7 @@ def plan_hold(*, plan: Plan, held_for: float) -> None:
 def decision_feedback_check(*, approve: bool, feedback: str) -> str:
     """The reviewer's words, stripped; refused when unusable, or missing from a rejection:
     comments on the plan alone are not enough, the agent needs to read what should change."""
-    feedback = feedback.strip()
+    feedback = redact(feedback.strip())
     problem = text_problem(feedback)
     if problem:
         raise ServiceError(
@@ -484,8 +487,9 @@ def annotation_save(
                 "quote_not_in_plan",
                 "The selected text is not in this plan; select it in the plan again.",
             )
-        annotation.quote, annotation.kind = quote, kind
-        annotation.comment, annotation.replacement = comment, replacement
+        # The quote is text of the (redacted) plan; a person's words may hold a secret too.
+        annotation.quote, annotation.kind = redact(quote), kind
+        annotation.comment, annotation.replacement = redact(comment), redact(replacement)
         annotation.author = author
         annotation.author_name = author.get_username()
         annotation.updated_at = timezone.now()

@@ -30,6 +30,7 @@ from django.utils import timezone
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.errors import ServiceError
 from dashboard.core.loops import keep
+from dashboard.core.redaction import redact
 from dashboard.core.writer import write
 from planmode import permissions, services
 from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
@@ -132,7 +133,9 @@ def _stage_request(
         permissions.remembered_permissions(
             request, choice=answer.remember, pattern=answer.pattern, where=answer.where
         )
-    request.staged_answer, request.sends_at = {**asdict(answer), **_who(user)}, sends_at
+    # The deny message waits redacted, as it is stored once sent.
+    staged = {**asdict(answer), "message": redact(answer.message.strip()), **_who(user)}
+    request.staged_answer, request.sends_at = staged, sends_at
     PermissionRequest.objects.filter(pk=request.pk).update(
         staged_answer=request.staged_answer, sends_at=sends_at
     )

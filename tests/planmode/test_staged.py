@@ -209,3 +209,25 @@ def test_the_board_shows_a_staged_decision_with_its_undo_instead_of_the_wait(use
     assert "Allowed by lead — not sent yet" in text and "make release" in text
     assert banner.find("button").text().strip() == "Undo"
     assert not banner.find_all("button", cls="button-approve")
+
+
+def test_words_waiting_in_the_window_are_redacted_like_those_sent(submit, user, reviewer, lead):
+    """A secret in a deny message or in a rejection's feedback is never stored, not even for
+    the seconds of the undo window."""
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    _, agent = make_session(user, "sess-deny")
+    request = make_request(agent)
+    staged.permission_stage(
+        request_ids=[request.pk],
+        user=reviewer,
+        answer=Answer(allow=False, message=f"Use the role, not {secret}."),
+        seconds=30,
+    )
+    request.refresh_from_db()
+    assert secret not in str(request.staged_answer)
+    assert "[redacted:aws-key]" in request.staged_answer["message"]
+
+    plan = submit()
+    lead.post(f"/plans/{plan.pk}/decide/", {"action": "reject", "text": f"Drop {secret}."})
+    plan.refresh_from_db()
+    assert plan.staged_answer is not None and secret not in str(plan.staged_answer)

@@ -381,6 +381,12 @@ AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS = envfloat("AGENTBOARD_PERMISSION_HOOK_W
 if AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS must be a positive number.")
 
+# A person's decision in the browser (a plan on its review page, a permission request in the
+# inbox) is sent this many seconds later, so it can be undone meanwhile; 0 sends it at once.
+AGENTBOARD_UNDO_SECONDS = envfloat("AGENTBOARD_UNDO_SECONDS", 5.0)
+if AGENTBOARD_UNDO_SECONDS < 0:
+    raise ImproperlyConfigured("AGENTBOARD_UNDO_SECONDS must be 0 or a positive number.")
+
 # A decision's push to waiting agents can be lost (its server process died right after the
 # commit, the channel layer dropped it): waiters then re-read their plans this often.
 AGENTBOARD_DECISION_RESYNC_SECONDS = envfloat("AGENTBOARD_DECISION_RESYNC_SECONDS", 1.0)

@@ -9,13 +9,14 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from planmode import selectors, services
-from planmode.inbox import InboxItem, waiting_by_session
+from planmode.inbox import InboxItem, staged_in_session, waiting_by_session
 from planmode.models import Plan
 
 
 def queue_context(*, flash_pks: list[int] | None = None) -> dict:
     return {
         "pending": selectors.pending_plans(),
+        "staged": selectors.staged_plans(),
         "decided": selectors.recently_decided(),
         "flash_pks": flash_pks or [],
     }
@@ -45,6 +46,7 @@ def render_session_attention(
     that answers it (`waits`, when the caller has read them already)."""
     if waits is None:
         waits = waiting_by_session([session_pk]).get(session_pk, [])
+    waits = [*waits, *staged_in_session(session_pk)]
     return render_to_string("planmode/_session_attention.html", {"waits": waits, "oob": oob})
 
 
@@ -74,6 +76,12 @@ def render_decision_panel(plan: Plan) -> str:
     )
 
 
+def render_staged_decision(plan: Plan) -> str:
+    """A pending plan's decision in its undo window (or nothing, once undone), for every
+    browser on its review page; its Undo posts with the page's own CSRF header (htmx)."""
+    return render_to_string("planmode/_staged_decision.html", {"plan": plan, "oob": True})
+
+
 def review_snapshot(plan_pk: int) -> str:
     """What a review page's socket sends on (re)connect: the state it may have missed."""
     parts = [render_queue(oob=True)]
@@ -83,6 +91,8 @@ def review_snapshot(plan_pk: int) -> str:
         parts.append(render_annotations(plan))
         if not plan.is_pending:
             parts.append(render_decision_panel(plan))
+        else:
+            parts.append(render_staged_decision(plan))
     return "".join(parts)
 
 

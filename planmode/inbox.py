@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import F, Q, QuerySet, Value
@@ -58,6 +58,17 @@ class InboxItem:
     identical: int = 1  # pending requests with the same tool and input, this one included
     suggestions: tuple[Suggestion, ...] = ()
     pattern: str = ""  # the editable "always allow" pattern, this request and no wider
+
+    @property
+    def staged(self) -> dict[str, Any] | None:
+        """The decision made but not sent yet (the undo window), if any."""
+        row = self.plan or self.request
+        return row.staged_answer if row is not None and row.is_staged else None
+
+    @property
+    def sends_at(self) -> datetime | None:
+        row = self.plan or self.request
+        return row.sends_at if row is not None else None
 
     @property
     def dom_id(self) -> str:
@@ -124,12 +135,28 @@ class InboxCount:
 
 
 def _pending_plans(audience: int | None):
-    return Plan.objects.filter(visible_sessions(audience), status=PlanStatus.PENDING)
+    """Plans waiting for a decision; one decided and about to be sent (undo window) is not."""
+    return Plan.objects.filter(
+        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=True
+    )
 
 
 def _pending_requests(audience: int | None):
+    """Requests waiting for an answer; one answered and about to be sent is not."""
     return PermissionRequest.objects.filter(
-        visible_sessions(audience), status=RequestStatus.PENDING
+        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=True
+    )
+
+
+def _staged_plans(audience: int | None):
+    return Plan.objects.filter(
+        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=False
+    )
+
+
+def _staged_requests(audience: int | None):
+    return PermissionRequest.objects.filter(
+        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=False
     )
 
 
@@ -174,9 +201,11 @@ class Waiting:
 
 
 def _as_waiting(queryset: QuerySet, kind: str, since: str, session: str) -> QuerySet:
-    return queryset.order_by().annotate(
-        w_kind=Value(kind), w_since=F(since), w_session=F(session), w_agent=F("agent_id")
-    ).values_list("w_kind", "pk", "w_since", "w_session", "w_agent")
+    return (
+        queryset.order_by()
+        .annotate(w_kind=Value(kind), w_since=F(since), w_session=F(session), w_agent=F("agent_id"))
+        .values_list("w_kind", "pk", "w_since", "w_session", "w_agent")
+    )
 
 
 def _sources(audience: int | None) -> list[QuerySet]:
@@ -225,8 +254,10 @@ def inbox_count(audience: int | None) -> InboxCount:
 
 
 def inbox_items(audience: int | None) -> list[InboxItem]:
-    """Oldest first: whoever has waited longest is served first."""
-    return items_of(waiting(audience))
+    """Oldest first: whoever has waited longest is served first; decisions in their undo
+    window are listed too, where they waited."""
+    items = items_of(waiting(audience)) + _staged_items(audience)
+    return sorted(items, key=lambda item: (item.since, KINDS.index(item.kind), item.pk))
 
 
 _RELATED = ("session", "session__owner", "agent", "agent__session")
@@ -255,7 +286,9 @@ def items_of(waits: Sequence[Waiting]) -> list[InboxItem]:
         elif (countdown := countdowns.get(wait.pk)) and wait.kind == "countdown":
             agent = countdown.agent
             items.append(
-                InboxItem("countdown", wait.pk, wait.since, agent.session, agent, countdown=countdown)
+                InboxItem(
+                    "countdown", wait.pk, wait.since, agent.session, agent, countdown=countdown
+                )
             )
         elif (terminal := terminals.get(wait.pk)) and wait.kind == "terminal":
             agent = terminal.agent
@@ -288,6 +321,29 @@ def waiting_by_agent(agent_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
 def sessions_waiting() -> list[int]:
     """Every session with something waiting on a person (the overview lists them all)."""
     return sorted({wait.session_id for wait in waiting()})
+
+
+def staged_in_session(session_pk: int) -> list[InboxItem]:
+    """The session's decisions in their undo window: its board shows them with an Undo."""
+    items = [
+        InboxItem("plan", plan.pk, plan.submitted_at, plan.session, plan.agent, plan=plan)
+        for plan in _staged_plans(None).filter(session_id=session_pk).select_related(*_RELATED)
+    ]
+    requests = _staged_requests(None).filter(session_id=session_pk).select_related(*_RELATED)
+    return items + [_request_item(request) for request in requests]
+
+
+def _staged_items(audience: int | None) -> list[InboxItem]:
+    """Decided, not sent yet (the undo window): shown where they waited, with an Undo, but
+    not waiting on anyone."""
+    items = [
+        InboxItem("plan", plan.pk, plan.submitted_at, plan.session, plan.agent, plan=plan)
+        for plan in _staged_plans(audience).select_related(*_RELATED)
+    ]
+    items += [
+        _request_item(request) for request in _staged_requests(audience).select_related(*_RELATED)
+    ]
+    return items
 
 
 def _request_item(request: PermissionRequest, identical: int = 1) -> InboxItem:
@@ -336,9 +392,31 @@ class DecidedRequest:
             return f"by the team rule {record.rule_text}"
         if request.status == RequestStatus.ANSWERED_IN_TERMINAL:
             return "in the agent's terminal"
+        if request.status == RequestStatus.EXPIRED and request.end_reason:
+            return f"{request.end_reason}; the terminal asked"
+        if request.status == RequestStatus.EXPIRED and self.closed_by_the_agent:
+            return "by the agent before anyone decided"
         if request.status == RequestStatus.EXPIRED:
-            return f"{request.end_reason or 'nobody decided in time'}; the terminal asked"
+            return "as nobody decided in time; the terminal asked"
         return ""
+
+    @property
+    def outcome(self) -> str:
+        """The status word the row leads with."""
+        if self.closed_by_the_agent:
+            return "Closed"
+        return self.request.get_status_display().capitalize()
+
+    @property
+    def closed_by_the_agent(self) -> bool:
+        """Whether the agent let go of its held hook well before the hold ran out: nobody here
+        was too slow, the agent went on."""
+        request = self.request
+        if request.status != RequestStatus.EXPIRED or request.end_reason:
+            return False
+        if request.held_until is None or request.decided_at is None:
+            return False
+        return request.decided_at < request.held_until - timedelta(seconds=2)
 
 
 def recently_decided(audience: int | None, limit: int = RECENT_DECIDED) -> list[DecidedRequest]:
@@ -355,7 +433,8 @@ def inbox_context(audience: int | None, **extra: Any) -> dict[str, Any]:
     items = inbox_items(audience)
     return {
         "items": items,
-        "count": count_of(items),
+        "count": count_of([item for item in items if not item.staged]),
+        "staged_count": sum(1 for item in items if item.staged),
         "decided": recently_decided(audience),
         "can_steer": audience is None,
         **extra,

@@ -20,6 +20,7 @@ from dashboard.core.security import login_required
 from dashboard.core.writer import write, write_sync
 from dashboard.models import Session
 from planmode import inbox as selectors
+from planmode import staged
 from planmode.permissions import (
     Answer,
     audience_of,
@@ -76,6 +77,49 @@ def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
     return _detail(request, request_id)
 
 
+async def _decide(
+    *, request_ids: list[int], user: Any, answer: Answer, single: bool = False
+) -> tuple[int, list[str]]:
+    """Answer at once, or hold the answer back for the undo window (then send it from here,
+    or from any process's sweep). How many were answered, and why the others were not."""
+    seconds = staged.undo_seconds()
+    if seconds:
+        held = await write(
+            staged.permission_stage,
+            request_ids=request_ids,
+            user=user,
+            answer=answer,
+            seconds=seconds,
+        )
+        staged.release_later(held.sends_at)
+        return len(held.request_ids), held.missed
+    if single:
+        await write(permission_decide, request_id=request_ids[0], user=user, answer=answer)
+        return 1, []
+    decided = await write(permission_decide_many, request_ids=request_ids, user=user, answer=answer)
+    return len(decided.decided), decided.missed
+
+
+@login_required
+@require_POST
+async def request_undo(request: HttpRequest, request_id: int) -> HttpResponse:
+    """Take back an answer in its undo window: the request waits again, on every page."""
+    user = await request.auser()
+    try:
+        await write(staged.permission_undo, request_id=request_id, user=user)
+    except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such permission request.") from None
+        if request.htmx:
+            return await sync_to_async(_list)(request, status=error.status, notice=error.message)
+        return await sync_to_async(_detail)(
+            request, request_id, status=error.status, error=error.message
+        )
+    if request.htmx:
+        return await sync_to_async(_list)(request)
+    return redirect("inbox")
+
+
 @login_required
 @require_POST
 async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
@@ -85,7 +129,7 @@ async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
     from_board = request.POST.get("from") == "board"
     try:
         answer = _answer_from(request)
-        await write(permission_decide, request_id=request_id, user=user, answer=answer)
+        await _decide(request_ids=[request_id], user=user, answer=answer, single=True)
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such permission request.") from None
@@ -117,11 +161,9 @@ async def requests_decide_many(request: HttpRequest) -> HttpResponse:
     status = 200
     try:
         answer = _answer_from(request)
-        decided = await write(permission_decide_many, request_ids=ids, user=user, answer=answer)
-        if decided.missed:
-            notice = f"Answered {len(decided.decided)}; the others were not changed: " + " ".join(
-                decided.missed
-            )
+        answered, missed = await _decide(request_ids=ids, user=user, answer=answer)
+        if missed:
+            notice = f"Answered {answered}; the others were not changed: " + " ".join(missed)
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such permission request.") from None

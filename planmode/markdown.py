@@ -3,7 +3,9 @@ the parser (it comes out as visible text), and the output is sanitized again wit
 
 from __future__ import annotations
 
+import copy
 import re
+from dataclasses import dataclass
 from html import unescape
 
 import nh3
@@ -20,13 +22,14 @@ TASK_PATTERN = re.compile(r"^\[([ xX])\]\s+")
 ALIGN_PATTERN = re.compile(r"^text-align:(left|center|right)$")
 
 ALLOWED_TAGS = set(
-    "h1 h2 h3 h4 h5 h6 p br hr blockquote pre code span em strong s del a ul ol li input label "
+    "h1 h2 h3 h4 h5 h6 p br hr blockquote pre code span em strong s del a ul ol li input label div "
     "table thead tbody tr th td".split()
 )
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
     "code": {"class"},
     "span": {"class"},
+    "div": {"class"},
     "li": {"class"},
     "ul": {"class"},
     "ol": {"start"},
@@ -115,6 +118,20 @@ BLOCK_TAG = re.compile(
     r"</?(?:p|br|hr|h[1-6]|li|ul|ol|pre|blockquote|table|thead|tbody|tr|th|td)\b[^>]*>"
 )
 HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+HEADING_MARKS = re.compile(r"^#+\s*|\s+#+\s*$")
+
+
+def plain_title(markdown: str) -> str:
+    """One line of markdown as the words a reader sees: code spans, emphasis and links give
+    their text, heading marks go. Still text, escaped wherever it is shown."""
+    text = HEADING_MARKS.sub("", markdown.strip())
+    words: list[str] = []
+    for token in _parser.parseInline(text)[0].children or []:
+        if token.type in {"text", "code_inline"}:
+            words.append(token.content)
+        elif token.type in {"softbreak", "hardbreak"}:
+            words.append(" ")
+    return re.sub(r"\s+", " ", "".join(words)).strip()
 
 
 def without_title(markdown: str, title: str) -> str:
@@ -125,7 +142,7 @@ def without_title(markdown: str, title: str) -> str:
     if first is None:
         return markdown
     heading = HEADING_LINE.match(lines[first])
-    if heading and heading.group(1).strip() == title:
+    if heading and plain_title(heading.group(1)) == title:
         return "\n".join(lines[first + 1 :])
     return markdown
 
@@ -159,3 +176,130 @@ def _sanitized(html: str) -> SafeString:
     # The one place agent text is marked safe: it has just been rendered with raw HTML off and
     # sanitized by nh3 against the allow-list above, so no agent markup can reach the page.
     return mark_safe(clean)  # noqa: S308
+
+
+# --- what changed, marked inside the rendered plan ----------------------------------------------
+
+LIST_OPENS = {"bullet_list_open", "ordered_list_open"}
+LIST_MARKER = re.compile(r"^\s*(?:[-+*]|\d{1,9}[.)])(?:\s+|$)")
+CHANGE_WORDS = {"added": "Added", "removed": "Removed"}
+
+
+@dataclass(frozen=True)
+class Block:
+    """One top-level piece of a rendered plan (a paragraph, heading, code block, table), or one
+    item of a top-level list; `key` is its source text, for comparing two revisions."""
+
+    key: str
+    tokens: list[Token]
+    list_open: Token | None = None
+    list_close: Token | None = None
+    # The item's place in its list (0 for the first), for numbering a list shown in parts.
+    number: int = 0
+
+
+def _closing(tokens: list[Token], start: int) -> int:
+    """The index of the token that closes the one at `start` (itself when it opens nothing)."""
+    if tokens[start].nesting != 1:
+        return start
+    level = tokens[start].level
+    end = start + 1
+    while not (tokens[end].level == level and tokens[end].nesting == -1):
+        end += 1
+    return end
+
+
+def _source(lines: list[str], line_map: list[int] | None) -> str:
+    if not line_map:
+        return ""
+    return "\n".join(line.strip() for line in lines[line_map[0] : line_map[1]]).strip()
+
+
+def plan_blocks(markdown: str, *, title: str) -> list[Block]:
+    """The plan as its review page shows it, in blocks; a list counts item by item, so one
+    changed step marks that step, not the whole list. Linear in the plan's size."""
+    text = without_title(markdown, title)
+    lines = text.splitlines()
+    tokens = _page_parser.parse(text)
+    blocks: list[Block] = []
+    start = 0
+    while start < len(tokens):
+        end = _closing(tokens, start)
+        opening = tokens[start]
+        if opening.type in LIST_OPENS:
+            item, number = start + 1, 0
+            while item < end:
+                item_end = _closing(tokens, item)
+                source = LIST_MARKER.sub("", _source(lines, tokens[item].map), count=1)
+                key = f"{opening.type} {opening.markup}\n{source}"
+                item_tokens = tokens[item : item_end + 1]
+                blocks.append(Block(key, item_tokens, opening, tokens[end], number))
+                item, number = item_end + 1, number + 1
+        else:
+            blocks.append(Block(_source(lines, opening.map), tokens[start : end + 1]))
+        start = end + 1
+    return blocks
+
+
+def _tag(change: str) -> Token:
+    tag = Token("html_block", "", 0)
+    # Our own markup, as the task list's checkbox: a word, not colour alone, says what changed.
+    tag.content = f'<span class="change-tag">{CHANGE_WORDS[change]}</span>'
+    return tag
+
+
+def _marked_item(tokens: list[Token], change: str) -> list[Token]:
+    if change == "same":
+        return tokens
+    opening = copy.copy(tokens[0])
+    opening.attrs = dict(opening.attrs)
+    classes = f"{opening.attrs.get('class', '')} change change-{change}".strip()
+    opening.attrSet("class", classes)
+    return [opening, _tag(change), *tokens[1:]]
+
+
+def same_list(one: Token | None, other: Token | None) -> bool:
+    return (
+        one is not None
+        and other is not None
+        and (one.type, one.markup) == (other.type, other.markup)
+    )
+
+
+def render_marked(blocks: list[tuple[str, Block]]) -> SafeString:
+    """Blocks of two revisions in reading order, each "same", "added" or "removed", rendered
+    as one plan: added and removed blocks are wrapped (list items classed) and labelled."""
+    render = _page_parser.renderer.render
+    options = _page_parser.options
+    html: list[str] = []
+    index = 0
+    while index < len(blocks):
+        change, block = blocks[index]
+        if block.list_open is None or block.list_close is None:
+            rendered = render(block.tokens, options, {})
+            if change != "same":
+                rendered = (
+                    f'<div class="change change-{change}">{_tag(change).content}{rendered}</div>'
+                )
+            html.append(rendered)
+            index += 1
+            continue
+        end = index
+        while end < len(blocks) and same_list(blocks[end][1].list_open, block.list_open):
+            end += 1
+        group = blocks[index:end]
+        shown = next((b for c, b in group if c != "removed"), block)
+        opening = copy.copy(shown.list_open)
+        if opening.type == "ordered_list_open":
+            # A list shown in parts (a block between its items changed) numbers on.
+            opening.attrs = dict(opening.attrs)
+            first = int(opening.attrs.get("start", 1))
+            if shown.number + first != 1:
+                opening.attrSet("start", str(shown.number + first))
+        tokens = [opening]
+        for item_change, item in group:
+            tokens += _marked_item(item.tokens, item_change)
+        tokens.append(shown.list_close)
+        html.append(render(tokens, options, {}))
+        index = end
+    return _sanitized("".join(html))

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -8,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
+from planmode.markdown import plain_title
 
 TITLE_LENGTH = 90
 
@@ -73,6 +73,11 @@ class Plan(models.Model):
     held_until = models.DateTimeField(null=True, blank=True)
     # Why it ended, when its status alone does not say (an expiry after its server stopped).
     end_reason = models.CharField(max_length=200, blank=True)
+    # A person's decision made in the browser, held back for the undo window: who, and what
+    # they answered. The row stays pending (the agent still waits) until `sends_at`, when the
+    # decision is made as it would have been at once; an undo clears both.
+    staged_answer = models.JSONField(null=True, blank=True)
+    sends_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # None when absent, so the unique constraint only covers keys that were sent.
     idempotency_key = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, null=True, blank=True)  # noqa: DJ001
     request_hash = models.CharField(max_length=64, blank=True)
@@ -97,12 +102,17 @@ class Plan(models.Model):
         return self.status == PlanStatus.PENDING
 
     @property
+    def is_staged(self) -> bool:
+        """Decided by a person, not yet sent: the undo window is open."""
+        return self.is_pending and self.staged_answer is not None
+
+    @property
     def title(self) -> str:
-        """The first heading, or else the first line, for lists."""
+        """The first heading, or else the first line, as plain text (markdown stripped), for
+        lists, headings and the tab title."""
         lines = [line.strip() for line in self.markdown.splitlines() if line.strip()]
         heading = next((line for line in lines if line.startswith("#")), None)
-        text = re.sub(r"^#+\s*", "", heading or (lines[0] if lines else "")).strip()
-        text = text or "Untitled plan"
+        text = plain_title(heading or (lines[0] if lines else "")) or "Untitled plan"
         return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
 
 
@@ -216,6 +226,11 @@ class PermissionRequest(models.Model):
     held_until = models.DateTimeField(null=True, blank=True)
     # Why it ended, when its status alone does not say (an expiry after its server stopped).
     end_reason = models.CharField(max_length=200, blank=True)
+    # A person's decision made in the browser, held back for the undo window: who, and what
+    # they answered. The row stays pending (the agent still waits) until `sends_at`, when the
+    # decision is made as it would have been at once; an undo clears both.
+    staged_answer = models.JSONField(null=True, blank=True)
+    sends_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["requested_at", "pk"]
@@ -226,6 +241,11 @@ class PermissionRequest(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == RequestStatus.PENDING
+
+    @property
+    def is_staged(self) -> bool:
+        """Answered by a person, not yet sent: the undo window is open."""
+        return self.is_pending and self.staged_answer is not None
 
 
 class PermissionDecision(models.Model):

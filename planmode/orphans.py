@@ -16,10 +16,11 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.core.changes import Changes, Outcome
+from dashboard.core.changes import Outcome
 from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
 from planmode.permissions import permission_expire
 from planmode.services import plan_expire
+from planmode.staged import staged_release_due
 
 # A live holder expires its own request at `held_until`; this leaves it time to.
 ORPHAN_GRACE = timedelta(seconds=3)
@@ -32,7 +33,8 @@ ORPHAN_REASON = "the server process that held the agent's request stopped before
 def orphans_expire() -> Outcome[int]:
     """Expire the held requests that no live process holds any more; how many it expired."""
     cutoff = timezone.now() - ORPHAN_GRACE
-    changes = Changes()
+    # First the decisions whose undo window closed: a process that stopped cannot send them.
+    changes = staged_release_due().changes
     expired = 0
     with transaction.atomic(savepoint=False):
         plans = Plan.objects.filter(status=PlanStatus.PENDING, held_until__lt=cutoff)

@@ -11,7 +11,6 @@ sessions their own tokens report.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,10 +20,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 
 from dashboard.activity.services import step_wait_record
 from dashboard.core.changes import Changes
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import MARKER_PREFIX, redact, redact_json
 from dashboard.models import Agent
 from planmode import rules
 from planmode.models import (
@@ -68,7 +69,7 @@ def visible_sessions(audience: int | None) -> Q:
     return Q() if audience is None else Q(session__owner_id=audience)
 
 
-def _check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
+def check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
     if request.session.owner_id != user.pk and not is_reviewer(user):
         raise ServiceError(
             "not_allowed",
@@ -81,10 +82,15 @@ def _check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> Non
 # --- arriving ---------------------------------------------------------------------------------
 
 
-def input_key(tool_name: str, tool_input: dict[str, Any]) -> str:
-    """The same for identical requests (same tool, same input), whichever agent asks."""
+def input_key(tool_name: str, tool_input: object) -> str:
+    """The same for identical requests (same tool, same input), whichever agent asks.
+
+    Made from the input as the agent sent it, before redaction: two requests that differ only
+    in a secret are different requests, and the call that ran (its PostToolUse) is recognised
+    by it. Keyed with the server's SECRET_KEY, so that the stored key cannot be used to guess
+    a redacted secret (the rest of the input is stored beside it)."""
     text = json.dumps([tool_name, tool_input], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return salted_hmac("agentboard.permission-input", text, algorithm="sha256").hexdigest()
 
 
 @dataclass
@@ -104,7 +110,10 @@ def permission_request_open(
 ) -> RequestChange:
     """A PermissionRequest of `agent` (resolved and locked by the caller): answered at once by
     a matching team rule, or pending until someone decides. The same request delivered twice
-    (both hook kinds installed) joins the one still waiting."""
+    (both hook kinds installed) joins the one still waiting.
+
+    The input and the suggestions are stored redacted; team rules match the input as sent,
+    which is what the agent will run."""
     assert transaction.get_connection().in_atomic_block
     key = input_key(tool_name, tool_input)
     waiting = (
@@ -124,15 +133,15 @@ def permission_request_open(
         session=agent.session,
         agent=agent,
         tool_name=tool_name,
-        tool_input=tool_input,
+        tool_input=redact_json(tool_input),
         input_key=key,
-        suggestions=suggestions,
+        suggestions=redact_json(suggestions),
         permission_mode=permission_mode[:20],
         held_until=held,
     )
     request.agent, request.session = agent, agent.session
     step_wait_record(agent_pk=agent.pk, tool_name=tool_name, waited_on=f"permission:{request.pk}")
-    matched = _matching_rule(request)
+    matched = _matching_rule(request, tool_input)
     if matched is not None:
         rule, behavior = matched
         outcome = RequestStatus.ALLOWED if behavior == RuleBehavior.ALLOW else RequestStatus.DENIED
@@ -146,7 +155,9 @@ def permission_request_open(
     return RequestChange(request, changes)
 
 
-def _matching_rule(request: PermissionRequest) -> tuple[TeamRule, str] | None:
+def _matching_rule(
+    request: PermissionRequest, tool_input: dict[str, Any]
+) -> tuple[TeamRule, str] | None:
     project = request.session.project
     team_rules = TeamRule.objects.filter(Q(project="") | Q(project=project)).order_by("pk")
     parsed = []
@@ -158,7 +169,7 @@ def _matching_rule(request: PermissionRequest) -> tuple[TeamRule, str] | None:
     return rules.decide(
         parsed,
         tool_name=request.tool_name,
-        tool_input=request.tool_input,
+        tool_input=tool_input,
         cwd=request.session.cwd,
     )
 
@@ -215,7 +226,7 @@ def _changes(decided: list[PermissionRequest]) -> Changes:
     return changes
 
 
-def _load(request_id: int) -> PermissionRequest:
+def request_load(request_id: int) -> PermissionRequest:
     request = (
         PermissionRequest.objects.select_related(
             "session", "session__owner", "agent", "agent__session", "decided_by", "rule"
@@ -232,7 +243,7 @@ def _load(request_id: int) -> PermissionRequest:
     return request
 
 
-def _already_decided(request: PermissionRequest) -> ServiceError:
+def request_already_decided(request: PermissionRequest) -> ServiceError:
     when = timezone.localtime(request.decided_at).strftime("%H:%M:%S") if request.decided_at else ""
     if request.decided_by is not None:
         text = (
@@ -268,7 +279,14 @@ def remembered_permissions(
                 "unknown_suggestion",
                 "That suggestion is not one Claude Code offered for this request; choose another.",
             )
-        return [suggestions[int(index)]]
+        suggestion = suggestions[int(index)]
+        if MARKER_PREFIX in json.dumps(suggestion):
+            raise ServiceError(
+                "redacted_suggestion",
+                "That suggestion held a secret, which Agentboard does not keep; write the rule "
+                "to remember yourself.",
+            )
+        return [suggestion]
     if choice != "custom":
         raise ServiceError("unknown_choice", "Choose a suggestion or write a rule to remember.")
     destination = REMEMBER_DESTINATIONS.get(where)
@@ -328,7 +346,7 @@ def _decide_one(request: PermissionRequest, *, user: AbstractBaseUser, answer: A
         request,
         outcome=RequestStatus.DENIED,
         user=user,
-        message=answer.message.strip(),
+        message=redact(answer.message.strip()),
         interrupt=answer.interrupt,
     )
 
@@ -337,15 +355,15 @@ def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer
     """A person answers one pending request, exactly once."""
     answer.check()
     with transaction.atomic(savepoint=False):
-        request = _load(request_id)
-        _check_may_answer(user, request)
+        request = request_load(request_id)
+        check_may_answer(user, request)
         if not request.is_pending:
-            raise _already_decided(request)
+            raise request_already_decided(request)
         if nobody_waits(request.held_until):
             raise nobody_waiting("request")
         if not _decide_one(request, user=user, answer=answer):
             request.refresh_from_db()
-            raise _already_decided(request)
+            raise request_already_decided(request)
     return RequestChange(request, _changes([request]))
 
 
@@ -366,7 +384,7 @@ def permission_decide_many(
     if not ids:
         raise ServiceError("nothing_selected", "Select the requests to answer first.")
     with transaction.atomic(savepoint=False):
-        requests = [_load(pk) for pk in ids]
+        requests = [request_load(pk) for pk in ids]
         if len({request.input_key for request in requests}) > 1:
             raise ServiceError(
                 "not_identical",
@@ -374,7 +392,7 @@ def permission_decide_many(
                 "together; answer the others one by one.",
             )
         for request in requests:
-            _check_may_answer(user, request)
+            check_may_answer(user, request)
         decided, missed = [], []
         for request in requests:
             if request.is_pending and nobody_waits(request.held_until):
@@ -383,7 +401,7 @@ def permission_decide_many(
                 decided.append(request)
             else:
                 request.refresh_from_db()
-                missed.append(_already_decided(request).message)
+                missed.append(request_already_decided(request).message)
         if not decided:
             raise ServiceError(
                 "already_decided",
@@ -396,7 +414,7 @@ def permission_decide_many(
 def permission_expire(*, request_id: int) -> RequestChange:
     """Nobody decided in time (the held hook gives up with `{}`, the terminal asks)."""
     with transaction.atomic(savepoint=False):
-        request = _load(request_id)
+        request = request_load(request_id)
         if _finish(request, outcome=RequestStatus.EXPIRED):
             return RequestChange(request, _changes([request]))
     return RequestChange(request)
@@ -442,7 +460,8 @@ def agent_moved_on(
     if event in TURN_EVENTS:
         settled, waiting = pending, []
     else:
-        settled = [r for r in pending if (r.tool_name, r.tool_input) == (tool_name, tool_input)]
+        key = input_key(tool_name or "", tool_input)
+        settled = [r for r in pending if r.tool_name == tool_name and r.input_key == key]
         waiting = [r for r in pending if r not in settled]
     if waiting:
         # Still waiting on a person: the agent's next events must be looked at too.
@@ -454,7 +473,8 @@ def agent_moved_on(
 
 def terminal_wait_record(*, agent: Agent, notification_type: str, message: str) -> Changes:
     """Claude Code notified that the agent waits for its developer (a Notification hook)."""
-    message = message.strip()[:MAX_NOTIFICATION_CHARS]
+    # Redacted whole before it is cut, so that no cut leaves a secret unrecognisable.
+    message = redact(message.strip(), limit=4 * MAX_NOTIFICATION_CHARS)[:MAX_NOTIFICATION_CHARS]
     notification_type = notification_type[:100]
     open_wait = TerminalWait.objects.filter(agent=agent, ended_at__isnull=True).first()
     if open_wait is not None:

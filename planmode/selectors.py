@@ -11,9 +11,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import QuerySet
+from django.utils.safestring import SafeString
 
 from dashboard.core.errors import ServiceError
 from dashboard.core.sql import PreparedQuery
+from planmode.markdown import Block, plan_blocks, render_marked, same_list
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20
@@ -24,7 +26,7 @@ DIFF_CONTEXT = 3
 
 def pending_plan_count() -> int:
     """Plans waiting for a reviewer, for the header on every page."""
-    return Plan.objects.filter(status=PlanStatus.PENDING).count()
+    return Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True).count()
 
 
 def _with_relations(plans: QuerySet[Plan]) -> QuerySet[Plan]:
@@ -34,11 +36,21 @@ def _with_relations(plans: QuerySet[Plan]) -> QuerySet[Plan]:
 
 
 def pending_plans() -> list[Plan]:
-    """Oldest waiting first: whoever has waited longest is served first."""
+    """Oldest waiting first: whoever has waited longest is served first. A plan decided and
+    about to be sent (its undo window) waits for nobody."""
     return list(
-        _with_relations(Plan.objects.filter(status=PlanStatus.PENDING)).order_by(
-            "submitted_at", "pk"
-        )
+        _with_relations(
+            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True)
+        ).order_by("submitted_at", "pk")
+    )
+
+
+def staged_plans() -> list[Plan]:
+    """Plans decided on their review page whose decision is not sent yet (the undo window)."""
+    return list(
+        _with_relations(
+            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=False)
+        ).order_by("sends_at", "pk")
     )
 
 
@@ -97,7 +109,9 @@ def session_plans(session_pk: int, limit: int = SESSION_PLANS) -> list[Plan]:
 def session_pending_plans(session_pk: int) -> list[Plan]:
     return list(
         _with_relations(
-            Plan.objects.filter(session_id=session_pk, status=PlanStatus.PENDING)
+            Plan.objects.filter(
+                session_id=session_pk, status=PlanStatus.PENDING, sends_at__isnull=True
+            )
         ).order_by("submitted_at", "pk")
     )
 
@@ -106,7 +120,7 @@ def session_pending_plans(session_pk: int) -> list[Plan]:
 _pending_in_sessions = PreparedQuery(
     Plan,
     lambda pks: (
-        Plan.objects.filter(session_id__in=pks, status=PlanStatus.PENDING)
+        Plan.objects.filter(session_id__in=pks, status=PlanStatus.PENDING, sends_at__isnull=True)
         .select_related("agent", "agent__session")
         .order_by("submitted_at", "pk")
     ),
@@ -128,7 +142,7 @@ def pending_by_session(session_pks: list[int]) -> dict[int, dict[str, Any]]:
 
 def sessions_with_pending_plans() -> list[int]:
     return list(
-        Plan.objects.filter(status=PlanStatus.PENDING)
+        Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True)
         .values_list("session_id", flat=True)
         .distinct()
     )
@@ -269,3 +283,61 @@ def plan_changes(old: str, new: str) -> PlanDiff:
     return PlanDiff(
         lines=lines[:MAX_DIFF_LINES], added=added, removed=removed, not_listed=not_listed
     )
+
+
+@dataclass(frozen=True)
+class MarkedPlan:
+    """A revision's rendered plan with what changed since the previous one marked inside it."""
+
+    html: SafeString  # empty when nothing changed or the two were not compared
+    added: int
+    removed: int
+    # False when the two were too large to compare block by block: shown unmarked.
+    compared: bool = True
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+def plan_marked_since(previous: Plan, plan: Plan) -> MarkedPlan:
+    """`plan_marked` for two revisions, once per pair in each process (revisions never
+    change)."""
+    key = f"plan-marked:{previous.pk}:{plan.pk}"
+    marked = cache.get(key)
+    if marked is None:
+        marked = plan_marked(
+            previous.markdown, plan.markdown, old_title=previous.title, new_title=plan.title
+        )
+        cache.set(key, marked, timeout=CHANGES_CACHE_SECONDS)
+    return marked
+
+
+def plan_marked(old: str, new: str, *, old_title: str, new_title: str) -> MarkedPlan:
+    """The new revision rendered, its blocks (paragraphs, headings, code blocks, tables, list
+    items) that are new marked "added" and the old ones it no longer has shown in place,
+    marked "removed". Compared as the lines are, with the same budget."""
+    # Blocks are never more than lines: texts within the line diff's budget are within this
+    # one's, and the others are not even parsed (the page shows the plan as it is).
+    if len(old.splitlines()) * len(new.splitlines()) > LINE_BUDGET:
+        return MarkedPlan(SafeString(""), 0, 0, compared=False)
+    old_blocks = plan_blocks(old, title=old_title)
+    new_blocks = plan_blocks(new, title=new_title)
+    old_keys = [block.key for block in old_blocks]
+    new_keys = [block.key for block in new_blocks]
+    matcher = difflib.SequenceMatcher(
+        None, old_keys, new_keys, autojunk=_repeats(old_keys, new_keys) > REPEAT_BUDGET
+    )
+    blocks: list[tuple[str, Block]] = []
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            blocks += [("same", block) for block in new_blocks[j1:j2]]
+            continue
+        changed = [("removed", block) for block in old_blocks[i1:i2]]
+        changed += [("added", block) for block in new_blocks[j1:j2]]
+        # Items that go on the list just shown come first, so it is not cut in two.
+        shown_list = blocks[-1][1].list_open if blocks else None
+        blocks += sorted(changed, key=lambda pair: not same_list(pair[1].list_open, shown_list))
+        removed += i2 - i1
+        added += j2 - j1
+    return MarkedPlan(render_marked(blocks), added, removed)

@@ -24,6 +24,7 @@ from dashboard.activity.services import step_wait_record
 from dashboard.core.changes import Changes
 from dashboard.core.edge import text_problem
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import redact
 from dashboard.core.services import (
     agent_resolve_for_update,
     agent_touch,
@@ -165,8 +166,10 @@ def plan_submit(
     The agent's older pending revision is withdrawn: only the newest one can be decided. A retry
     with the same idempotency key and body returns the first plan and changes nothing.
     `held_for`: the seconds a held hook waits for the decision, when one does.
+    Secrets in the plan are redacted before it is stored (or hashed).
     """
     _check_plan_text(plan)
+    plan = redact(plan)
     request_hash = _request_hash(plan, plan_file_path)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
@@ -218,7 +221,7 @@ def plan_submit(
     return PlanChange(new_plan, changes)
 
 
-def _already_decided(plan: Plan) -> ServiceError:
+def plan_already_decided(plan: Plan) -> ServiceError:
     who = plan.decided_by.get_username() if plan.decided_by else None
     when = timezone.localtime(plan.decided_at).strftime("%H:%M:%S") if plan.decided_at else ""
     if plan.status in (PlanStatus.APPROVED, PlanStatus.REJECTED) and who:
@@ -264,6 +267,26 @@ def plan_hold(*, plan: Plan, held_for: float) -> None:
     Plan.objects.filter(pk=plan.pk, status=PlanStatus.PENDING).update(held_until=plan.held_until)
 
 
+def decision_feedback_check(*, approve: bool, feedback: str) -> str:
+    """The reviewer's words, stripped; refused when unusable, or missing from a rejection:
+    comments on the plan alone are not enough, the agent needs to read what should change."""
+    feedback = redact(feedback.strip())
+    problem = text_problem(feedback)
+    if problem:
+        raise ServiceError(
+            "invalid_feedback",
+            f"The feedback {problem}; remove those characters and decide again.",
+            detail=[{"loc": ["feedback"], "msg": problem}],
+        )
+    if not approve and not feedback:
+        raise ServiceError(
+            "feedback_required",
+            "Write what should change in the feedback box; a rejection needs it for the agent.",
+            detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
+        )
+    return feedback
+
+
 def plan_decide(
     *,
     plan_id: int,
@@ -274,36 +297,23 @@ def plan_decide(
 ) -> PlanChange:
     """Approve or reject a pending plan, exactly once.
 
-    `feedback` is the reviewer's text: required when rejecting (it goes back to the agent),
-    optional notes when approving. Approval ends plan mode (default, or acceptEdits with
-    `auto_accept`) unless another plan of the session still waits; rejection keeps plan mode.
+    `feedback` is the reviewer's text: required when rejecting, even with comments on the plan
+    (it goes back to the agent), optional notes when approving. Approval ends plan mode
+    (default, or acceptEdits with `auto_accept`) unless another plan of the session still
+    waits; rejection keeps plan mode.
     """
-    feedback = feedback.strip()
-    problem = text_problem(feedback)
-    if problem:
-        raise ServiceError(
-            "invalid_feedback",
-            f"The feedback {problem}; remove those characters and decide again.",
-            detail=[{"loc": ["feedback"], "msg": problem}],
-        )
+    feedback = decision_feedback_check(approve=approve, feedback=feedback)
     # On PostgreSQL: BEGIN, the plan read, every write at once, COMMIT; four round trips.
     with transaction.atomic(savepoint=False):
         plan = _plan_to_decide(plan_id)
         if plan is None:
-            raise _not_found(plan_id)
+            raise plan_not_found(plan_id)
         if not plan.is_pending:
-            raise _already_decided(plan)
+            raise plan_already_decided(plan)
         if nobody_waits(plan.held_until):
             raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
         annotations = plan_annotations(plan) if plan.commented else []
-        if not approve and not feedback and not annotations:
-            raise ServiceError(
-                "feedback_required",
-                "Say what should change in the feedback, or comment on parts of the plan; "
-                "a rejection needs it for the agent.",
-                detail=[{"loc": ["feedback"], "msg": "required when rejecting"}],
-            )
         # What the agent is told: the reviewer's words and each comment on the plan's text.
         feedback = feedback_with_annotations(feedback, annotations)
         if approve:
@@ -324,7 +334,7 @@ def plan_decide(
             won = _finish(plan, outcome=PlanStatus.REJECTED, reviewer=reviewer, feedback=feedback)
         if not won:  # not while the row is locked; if it ever happens, nothing commits
             plan.refresh_from_db()
-            raise _already_decided(plan)
+            raise plan_already_decided(plan)
     return PlanChange(plan, _changes(decided=[plan]))
 
 
@@ -408,7 +418,7 @@ def _pending_plan_for_update(plan_id: int) -> Plan:
         .first()
     )
     if plan is None:
-        raise _not_found(plan_id)
+        raise plan_not_found(plan_id)
     if not plan.is_pending:
         raise ServiceError(
             "already_decided",
@@ -482,8 +492,9 @@ def annotation_save(
                 "quote_not_in_plan",
                 "The selected text is not in this plan; select it in the plan again.",
             )
-        annotation.quote, annotation.kind = quote, kind
-        annotation.comment, annotation.replacement = comment, replacement
+        # The quote is text of the (redacted) plan; a person's words may hold a secret too.
+        annotation.quote, annotation.kind = redact(quote), kind
+        annotation.comment, annotation.replacement = redact(comment), redact(replacement)
         annotation.author = author
         annotation.author_name = author.get_username()
         annotation.updated_at = timezone.now()
@@ -542,13 +553,13 @@ def plan_expire(*, plan_id: int) -> PlanChange:
             .first()
         )
         if plan is None:
-            raise _not_found(plan_id)
+            raise plan_not_found(plan_id)
         if _finish(plan, outcome=PlanStatus.EXPIRED):
             return PlanChange(plan, _changes(decided=[plan]))
     return PlanChange(plan)
 
 
-def _not_found(plan_id: int) -> ServiceError:
+def plan_not_found(plan_id: int) -> ServiceError:
     return ServiceError(
         "plan_not_found",
         f"There is no plan {plan_id}; use the id returned when the plan was submitted.",

@@ -20,6 +20,17 @@ BODY_CHARS = 10_000
 DIFF_LINES = 400
 DIFF_LINE_CHARS = 400
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# The arguments of an MCP tool that say what will happen, most telling first: the first one
+# present is the headline, the others that are present lead the rest.
+MCP_HEADLINE_KEYS = (
+    "title", "subject", "name", "query", "q", "command", "cmd", "sql", "url", "uri",
+    "path", "file_path", "filename", "message", "text", "prompt",
+)  # fmt: skip
+MCP_KEY_ARGUMENTS = (
+    "owner", "repo", "repository", "project", "path", "file_path", "url", "uri", "branch",
+    "base", "head", "channel", "to", "issue_number", "pull_number", "id",
+)  # fmt: skip
+KEY_ARGUMENT_CHARS = 80
 
 
 class _Input(BaseModel):
@@ -82,7 +93,7 @@ class RequestView:
     diff_lines_left_out: int = 0
     added: int = 0
     removed: int = 0
-    arguments: str = ""  # pretty JSON for MCP and unknown tools
+    arguments: str = ""  # MCP: the arguments as indented text; unknown tools: pretty JSON
     left_out: int = 0  # characters of body or arguments not shown
 
     @property
@@ -111,19 +122,82 @@ def describe(tool_name: str, tool_input: dict[str, Any]) -> RequestView:
             )
     except ValidationError:
         pass
-    arguments, left_out = _bounded(json.dumps(tool_input, indent=2, ensure_ascii=False))
     if tool_name.startswith("mcp__") and tool_name.count("__") >= 2:
-        _, server, tool = tool_name.split("__", 2)
-        return RequestView(
-            "mcp",
-            f"MCP {server} · {tool}",
-            _headline(f"{server} · {tool}"),
-            arguments=arguments,
-            left_out=left_out,
-        )
+        return _mcp(tool_name, tool_input)
+    arguments, left_out = _bounded(json.dumps(tool_input, indent=2, ensure_ascii=False))
     return RequestView(
         "other", tool_name, _headline(tool_name), arguments=arguments, left_out=left_out
     )
+
+
+def _mcp(tool_name: str, tool_input: dict[str, Any]) -> RequestView:
+    """An MCP call leads with what it will do (its title, query, path…), not the tool's name:
+    the key arguments first, then the rest, as indented text with real line breaks."""
+    _, server, tool = tool_name.split("__", 2)
+    headline_key = next(
+        (key for key in MCP_HEADLINE_KEYS if _is_shown_scalar(tool_input.get(key))), None
+    )
+    facts = [
+        f"{key}: {_headline(_scalar(tool_input[key]), limit=KEY_ARGUMENT_CHARS)}"
+        for key in MCP_KEY_ARGUMENTS
+        if key != headline_key and _is_shown_scalar(tool_input.get(key))
+    ]
+    ordered = {
+        key: tool_input[key]
+        for key in (headline_key, *MCP_KEY_ARGUMENTS, *tool_input)
+        if key is not None and key in tool_input
+    }
+    arguments, left_out = _bounded(_indented(ordered))
+    return RequestView(
+        "mcp",
+        f"MCP {server} · {tool}",
+        _headline(_scalar(tool_input[headline_key]) if headline_key else f"{server} · {tool}"),
+        description=_headline(" · ".join(facts), limit=300),
+        arguments=arguments,
+        left_out=left_out,
+    )
+
+
+def _is_shown_scalar(value: object) -> bool:
+    if isinstance(value, str):
+        return bool(value.strip())
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _scalar(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _indented(value: object, depth: int = 0) -> str:
+    """Arguments as a person reads them: `key: value` lines, nested values and multi-line
+    text indented below their key, lists as `- ` items; never a `\\n` escape. Stops a little
+    past BODY_CHARS (the caller cuts it there) however big the input."""
+    lines: list[str] = []
+    size = 0
+    pad = "  " * depth
+    if isinstance(value, dict):
+        entries = [(f"{key}:", item) for key, item in value.items()]
+    elif isinstance(value, list):
+        entries = [("-", item) for item in value]
+    else:
+        return pad + _scalar(value)
+    if not entries:
+        return pad + ("{}" if isinstance(value, dict) else "[]")
+    for label, item in entries:
+        if isinstance(item, dict | list) and item:
+            line = f"{pad}{label}\n{_indented(item, depth + 1)}"
+        elif isinstance(item, str) and "\n" in item.strip():
+            inner = "\n".join(f"{pad}  {text}".rstrip() for text in item.strip("\n").splitlines())
+            line = f"{pad}{label}\n{inner}"
+        elif isinstance(item, str):
+            line = f"{pad}{label} {item}" if item else f'{pad}{label} ""'
+        else:
+            line = f"{pad}{label} {_indented(item)}"
+        lines.append(line)
+        size += len(line) + 1
+        if size > BODY_CHARS:
+            break
+    return "\n".join(lines)
 
 
 def _bash(bash: BashInput) -> RequestView:

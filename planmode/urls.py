@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.plan_queue, name="plan-queue"),
     path("<int:plan_id>/", views.plan_review, name="plan-review"),
     path("<int:plan_id>/decide/", views.plan_decide, name="plan-decide"),
+    path("<int:plan_id>/undo/", views.plan_undo, name="plan-undo"),
     path("<int:plan_id>/annotations/", views.annotation_save, name="plan-annotate"),
     path(
         "<int:plan_id>/annotations/<int:annotation_id>/remove/",

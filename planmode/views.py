@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 from dashboard.core.errors import ServiceError
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
-from planmode import fragments, selectors, services
-from planmode.markdown import plain_text, render_plan_page
+from planmode import fragments, selectors, services, staged
+from planmode.markdown import render_plan_page
 from planmode.models import Plan
 
 REVIEW_PERMISSION = "planmode.review_plan"
@@ -38,21 +38,23 @@ def _review_page(
     request: HttpRequest, plan: Plan, *, status: int = 200, **extra: object
 ) -> HttpResponse:
     previous = selectors.previous_revision(plan)
-    rendered = render_plan_page(plan.markdown, title=plan.title)
+    # Revision N: the plan with what changed since N-1 marked inside it.
+    marked = selectors.plan_marked_since(previous, plan) if previous else None
+    rendered = marked.html if marked else render_plan_page(plan.markdown, title=plan.title)
     earlier_annotations = []
     if previous is not None:
-        text = plain_text(rendered)
+        annotations = services.plan_annotations(previous)
+        text = services.plan_text(plan) if annotations else ""
         # Each remark on the previous revision, and whether its text is still in this one.
-        earlier_annotations = [
-            (annotation, annotation.quote in text)
-            for annotation in services.plan_annotations(previous)
-        ]
+        earlier_annotations = [(annotation, annotation.quote in text) for annotation in annotations]
     context = {
         **fragments.queue_context(),
         **fragments.decision_panel_context(plan),
         **fragments.annotations_context(plan),
         "rendered": rendered,
+        "marked": marked,
         "previous": previous,
+        "source_view": request.GET.get("changes") == "source",
         "diff": selectors.plan_changes_since(previous, plan) if previous else None,
         "earlier_annotations": earlier_annotations,
         "thread": selectors.plan_thread(plan),
@@ -91,8 +93,22 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             text=text,
             error="Choose Approve, Approve and auto-accept edits, or Reject.",
         )
+    seconds = staged.undo_seconds()
     try:
-        await write(services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action)
+        if seconds:
+            held = await write(
+                staged.plan_stage,
+                plan_id=plan_id,
+                reviewer=user,
+                feedback=text,
+                seconds=seconds,
+                **action,
+            )
+            staged.release_later(held.sends_at)
+        else:
+            await write(
+                services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action
+            )
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such plan.") from None
@@ -101,6 +117,33 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             # Someone was quicker: show their decision, who made it and when.
             return await review_page(request, plan, status=409, notice=error.message)
         return await review_page(request, plan, status=error.status, text=text, error=error.message)
+    return redirect("plan-review", plan_id=plan_id)
+
+
+@login_required
+@require_POST
+async def plan_undo(request: HttpRequest, plan_id: int) -> HttpResponse:
+    """Take back a decision in its undo window: the plan waits again, on every page."""
+    user = await request.auser()
+    if not await user.ahas_perm(REVIEW_PERMISSION):
+        error = "Only reviewers can undo decisions on plans."
+        if request.htmx:
+            return HttpResponse(error, status=403, content_type="text/plain")
+        plan = await sync_to_async(_get_plan)(plan_id)
+        return await sync_to_async(_review_page)(request, plan, status=403, notice=error)
+    try:
+        await write(staged.plan_undo, plan_id=plan_id)
+    except ServiceError as error:
+        if error.status == 404:
+            raise Http404("No such plan.") from None
+        if request.htmx:
+            return HttpResponse(error.message, status=error.status, content_type="text/plain")
+        plan = await sync_to_async(_get_plan)(plan_id)
+        return await sync_to_async(_review_page)(
+            request, plan, status=error.status, notice=error.message
+        )
+    if request.htmx:
+        return HttpResponse(status=204)
     return redirect("plan-review", plan_id=plan_id)
 
 

@@ -29,6 +29,10 @@ if "Redis" in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
     _layer_config = settings.CHANNEL_LAYERS["default"]["CONFIG"]
     _layer_config["prefix"] = f"agentboard-run-{secrets.token_hex(4)}"
 
+# Decisions in the browser are sent at once, as before the undo window; tests of the window
+# set AGENTBOARD_UNDO_SECONDS themselves (live servers too: see `server_env`).
+settings.AGENTBOARD_UNDO_SECONDS = 0
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",

@@ -153,6 +153,8 @@ def server_env(
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["AGENTBOARD_DATA_DIR"] = str(data_dir)
     env["PYTHONUNBUFFERED"] = "1"
+    # Decisions are sent at once unless a test (through `env`) opens the undo window.
+    env.setdefault("AGENTBOARD_UNDO_SECONDS", "0")
     env.pop("DJANGO_SETTINGS_MODULE", None)
     if database_url:
         env["DATABASE_URL"] = database_url

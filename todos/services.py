@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.core.changes import Changes
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import redact
 from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
@@ -119,6 +120,18 @@ def check_strict_policy(items: Sequence[TodoItem]) -> None:
         )
 
 
+def todo_items_redacted(items: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """The items with the secrets in their texts redacted: what is stored, shown, hashed and
+    compared, so that no list is kept with a secret in it."""
+    return [
+        {
+            **item,
+            **{name: redact(item[name]) for name in ("content", "activeForm") if item.get(name)},
+        }
+        for item in items
+    ]
+
+
 def _request_hash(items: Sequence[Mapping[str, str]]) -> str:
     return hashlib.sha256(json.dumps(list(items), sort_keys=True).encode()).hexdigest()
 
@@ -192,7 +205,7 @@ def todo_list_replace(
     """
     if settings.AGENTBOARD_TODO_POLICY == "strict":
         check_strict_policy(todos)
-    new_items = [item.as_wire() for item in todos]
+    new_items = todo_items_redacted([item.as_wire() for item in todos])
     request_hash = _request_hash(new_items)
     with transaction.atomic(savepoint=False):
         resolved = agent_resolve_for_update(
@@ -240,7 +253,9 @@ def todo_list_store(
     received_at: datetime | None = None,
 ) -> TodoWriteResult:
     """Store a new list for an agent already resolved and locked in this transaction, whose
-    current list is `old_items` (callers that read it already, like the hooks, pass it on)."""
+    current list is `old_items` (callers that read it already, like the hooks, pass it on).
+    Secrets in the new items are redacted here, whoever sent them."""
+    new_items = todo_items_redacted(new_items)
     agent = resolved.agent
     all_completed = bool(new_items) and all(i["status"] == "completed" for i in new_items)
     stored_items = [] if all_completed else new_items

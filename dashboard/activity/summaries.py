@@ -8,6 +8,7 @@ MultiEdit's list of edits, counted up to MAX_EDITS).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -16,8 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+
 from dashboard.activity.models import DETAIL_CHARS, SUMMARY_CHARS
 from dashboard.core.changes import StepReport
+from dashboard.core.redaction import redact, redact_named
 
 MAX_EDITS = 200
 # Keys of a tool's input, most telling first: the one an unknown or MCP tool is summarised by.
@@ -41,13 +45,15 @@ _UNPRINTABLE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]+")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 
 
-def bounded_text(text: object, limit: int = SUMMARY_CHARS) -> str:
-    """`text` as one plain line of at most `limit` characters. Every stored text of a step
-    goes through here (the one place to add a redaction step)."""
+def bounded_text(text: object, limit: int = SUMMARY_CHARS, *, name: str = "") -> str:
+    """`text` as one plain line of at most `limit` characters, its secrets redacted (all of
+    it when it is the value of a secret-looking `name`). Every stored text of a step goes
+    through here."""
     if not isinstance(text, str):
         text = "" if text is None else str(text) if isinstance(text, int | float) else ""
     head = text[: limit * 4]
     line = _SURROGATES.sub("\ufffd", _UNPRINTABLE.sub(" ", head)).strip()
+    line = redact_named(name, line) if name else redact(line)
     if len(line) > limit or len(head) < len(text):
         return line[: limit - 1].rstrip() + "…"
     return line
@@ -125,11 +131,17 @@ def input_hash(tool_name: str, tool_input: object) -> str:
         canonical = json.dumps(tool_input, sort_keys=True, ensure_ascii=False, default=str)
     except (RecursionError, TypeError, ValueError):
         canonical = repr(type(tool_input))
-    digest = hashlib.blake2b(digest_size=16)
+    # Keyed: the hash of an input that holds a secret cannot be checked against guesses.
+    digest = hashlib.blake2b(digest_size=16, key=_hash_key())
     digest.update(tool_name.encode())
     digest.update(b"\0")
     digest.update(canonical.encode("utf-8", "replace"))
     return digest.hexdigest()
+
+
+@functools.cache
+def _hash_key() -> bytes:
+    return hashlib.blake2b(settings.SECRET_KEY.encode(), digest_size=32).digest()
 
 
 def summarize(tool_name: str, tool_input: object, *, cwd: str = "") -> tuple[str, str]:
@@ -181,16 +193,17 @@ def _arg(args: Mapping[str, Any], *keys: str) -> Any:
 
 
 def _key_argument(args: Mapping[str, Any], limit: int) -> str:
-    value = _arg(args, *KEY_ARGUMENTS)
-    if not value:
-        # The first short plain value among the first few keys.
-        for index, item in enumerate(args.values()):
-            if index >= 20:
-                break
-            if isinstance(item, str | int | float) and not isinstance(item, bool):
-                value = item
-                break
-    return bounded_text(value, limit)
+    for key in KEY_ARGUMENTS:
+        value = args.get(key)
+        if value not in (None, ""):
+            return bounded_text(value, limit, name=key)
+    # The first short plain value among the first few keys.
+    for index, (key, value) in enumerate(args.items()):
+        if index >= 20:
+            break
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return bounded_text(value, limit, name=str(key))
+    return ""
 
 
 def _relative(path: object, cwd: str) -> str:

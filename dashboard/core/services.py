@@ -19,6 +19,7 @@ from django.utils import timezone
 from dashboard.core.changes import Changes
 from dashboard.core.edge import column_length
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import redact
 from dashboard.core.sql import PreparedQuery
 from dashboard.models import Agent, AgentToken, Client, Session, hash_token
 
@@ -250,7 +251,8 @@ TITLE_LENGTH = 120
 def session_title_from(text: str) -> str:
     """A session's title from a prompt or a plan title: its first line, shortened."""
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    line = re.sub(r"^#+\s*", "", line)
+    # Redacted whole, before it is shortened: a prompt may start with a secret.
+    line = redact(re.sub(r"^#+\s*", "", line))
     line = re.sub(r"\s+", " ", line)
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
 

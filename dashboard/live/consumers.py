@@ -142,9 +142,7 @@ class BoardConsumer(Consumer):
                 render_to_string(
                     "dashboard/_session_list.html",
                     {
-                        "summaries": selectors.overview(
-                            client=self.client, audience=self.audience
-                        ),
+                        "summaries": selectors.overview(client=self.client, audience=self.audience),
                         "audience": self.audience,
                         "client": self.client,
                         "client_label": Client(self.client).label if self.client else "",

@@ -519,6 +519,9 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
             if not plan.is_pending:
                 parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
                 parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
+            else:
+                # Decided and about to be sent (with its Undo), or waiting again after one.
+                parts[plan_review_group(plan.pk)].append(fragments.render_staged_decision(plan))
     for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))

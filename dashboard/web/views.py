@@ -21,6 +21,7 @@ from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Session
 from dashboard.web.api import configured_waits
+from planmode.inbox import staged_in_session
 from planmode.permissions import audience_of
 from todos import enforcer
 from todos.models import Continuation
@@ -79,7 +80,8 @@ def session_board(request: HttpRequest, session_id: str) -> HttpResponse:
     context = {
         "session": session,
         "summary": summary,
-        "waits": summary.waits,
+        # What waits, and what was just decided and can still be undone.
+        "waits": [*summary.waits, *staged_in_session(summary.session.pk)],
         "cards": selectors.board_cards(session),
         "history": selectors.session_history(session),
     }

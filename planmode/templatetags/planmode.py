@@ -45,6 +45,30 @@ def clock(seconds: float | None) -> str:
 
 
 @register.filter
+def staged_words(answer: dict | None) -> str:
+    """A decision held in its undo window, in words: "Approved by ana", "Denied by raj"."""
+    if not answer:
+        return ""
+    if "approve" in answer:
+        what = "Approved" if answer["approve"] else "Rejected"
+        if answer["approve"] and answer.get("auto_accept"):
+            what += " with auto-accept edits"
+    elif answer.get("allow"):
+        what = "Allowed"
+    else:
+        what = "Denied and stopped" if answer.get("interrupt") else "Denied"
+    return f"{what} by {answer.get('by_name') or 'someone'}"
+
+
+@register.filter
+def sends_in(sends_at: datetime | None) -> str:
+    """The time left in an undo window, as a clock: "0:04" (agentboard.js counts it down)."""
+    if sends_at is None:
+        return ""
+    return clock((sends_at - timezone.now()).total_seconds())
+
+
+@register.filter
 def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "")
 

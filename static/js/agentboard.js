@@ -89,6 +89,14 @@
   }
   setInterval(function () { refreshNow(document); }, 1000);
 
+  /* A decision in its undo window: "sends in 0:04", counted down to the second. */
+  setInterval(function () {
+    document.querySelectorAll("time[data-sends-at]").forEach(function (el) {
+      var left = Math.max(0, Math.ceil((new Date(el.getAttribute("datetime")).getTime() - Date.now()) / 1000));
+      el.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+    });
+  }, 250);
+
   /* Overview filters: running (with what waits on me) / waiting on me / all, plus free text.
      The chip is remembered in this browser, the text for this tab. */
   var FILTER = "agentboard.filter";

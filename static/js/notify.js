@@ -19,8 +19,16 @@
     var unsupported = document.querySelector("[data-notify-unsupported]");
     if (unsupported) unsupported.hidden = true;
     button.hidden = false;
-    button.setAttribute("aria-pressed", String(notifyOn()));
-    button.textContent = "Desktop notifications: " + (notifyOn() ? "on" : "off");
+    // The button says what it does; what holds now is said beside it.
+    var on = notifyOn();
+    button.textContent = on ? "Turn off desktop notifications" : "Turn on desktop notifications";
+    var state = document.querySelector("[data-notify-state]");
+    if (!state) return;
+    state.hidden = false;
+    state.dataset.on = String(on);
+    state.textContent = on ? "On in this browser."
+      : Notification.permission === "denied" ? "Off: this browser blocks notifications from Agentboard (see its site settings)."
+      : "Off in this browser.";
   }
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-notify-toggle]");

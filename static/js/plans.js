@@ -3,7 +3,7 @@
 (function () {
   "use strict";
 
-  /* Keyboard: a / A / r decide, j / k move between waiting plans, Esc leaves the text box. */
+  /* Keyboard: a / e / r decide (e asks to confirm), u undoes, j / k move between waiting plans, Esc leaves the text box. */
   function typing(target) {
     return target.closest && target.closest("input, textarea, select, [contenteditable]");
   }
@@ -26,8 +26,9 @@
     links[next].focus();
   }
   function feedbackMissing(form) {
+    /* Comments on the plan alone are not enough: the agent reads the feedback box. */
     var text = form.querySelector("textarea");
-    if (text.value.trim() || document.querySelector("#annotations .annotation")) return false;
+    if (text.value.trim()) return false;
     form.querySelector("[data-feedback-hint]").hidden = false;
     text.focus();
     return true;
@@ -42,8 +43,15 @@
       (page === "review" ? moveOnReview : moveOnQueue)(event.key === "j" ? 1 : -1);
       return;
     }
+    if (document.querySelector("dialog[open]")) return;
+    if (event.key === "u") {
+      var undo = document.querySelector("#staged-decision:not([hidden]) [data-undo]");
+      if (undo) { event.preventDefault(); undo.click(); }
+      return;
+    }
     var form = document.querySelector("[data-decision-form]");
     if (!form || form.dataset.sent) return;
+    if (form.closest(".decision-panel").querySelector("#staged-decision:not([hidden])")) return;
     var button = form.querySelector('[data-shortcut="' + event.key + '"]');
     if (!button) return;
     event.preventDefault();
@@ -52,6 +60,31 @@
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-decision-form] button[value=reject]");
     if (button && feedbackMissing(button.form)) event.preventDefault();
+    /* Approve with auto-accept asks first, in a dialog (Esc or Cancel closes it). */
+    var asking = event.target.closest("[data-decision-form] [data-confirm]");
+    if (asking) {
+      event.preventDefault();
+      document.getElementById(asking.dataset.confirm).showModal();
+    }
+    var cancel = event.target.closest("[data-confirm-cancel]");
+    if (cancel) cancel.closest("dialog").close();
+  });
+  /* Revision N: what changed, marked in the plan or as the source diff (the links work
+     without this too, through the server). */
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-changes-view]");
+    if (!link) return;
+    event.preventDefault();
+    var source = link.dataset.changesView === "source";
+    document.getElementById("plan-body").hidden = source;
+    document.getElementById("plan-source-diff").hidden = !source;
+    document.querySelectorAll("[data-changes-view]").forEach(function (each) {
+      if (each === link) { each.setAttribute("aria-current", "true"); } else { each.removeAttribute("aria-current"); }
+    });
+    var url = new URL(window.location.href);
+    url.searchParams.set("changes", link.dataset.changesView);
+    url.hash = "";
+    window.history.replaceState(null, "", url);
   });
   document.addEventListener("submit", function (event) {
     var form = event.target.closest("[data-decision-form]");

@@ -18,6 +18,7 @@ from dashboard.integrations.claude_code.schemas import HookInput
 from dashboard.models import Agent
 from planmode.models import PermissionRequest, Plan
 from tests.activity.conftest import SESSION_ID, load_fixture, tool_event
+from tests.core.corpus import SECRETS
 
 pytestmark = pytest.mark.django_db
 
@@ -246,3 +247,22 @@ def test_a_plan_is_what_its_exit_plan_mode_step_waited_on(hook, settings):
 
     plan = Plan.objects.get()
     assert Step.objects.get().waited_on == f"plan:{plan.pk}"
+
+
+def test_no_secret_sent_in_a_tool_call_is_stored(hook):
+    hook(load_fixture("session_start.json"))
+    for n, secret in enumerate(SECRETS):
+        one_line = secret.text.replace("\n", " ")
+        hook(tool_event("PreToolUse", f"s{n}", tool_input={"command": one_line}))
+        hook(tool_event("PostToolUseFailure", f"s{n}", error=f"{one_line}\nfailed"))
+        mcp = {"password": secret.value, "query": secret.text}
+        hook(tool_event("PostToolUse", f"m{n}", tool_name="mcp__db__query", tool_input=mcp))
+
+    stored = " ".join(
+        " ".join(row)
+        for row in Step.objects.values_list("summary", "detail", "error", "input_hash")
+    )
+    assert Step.objects.count() == 2 * len(SECRETS)
+    assert "[redacted:" in stored
+    leaked = [s.kind for s in SECRETS if s.value.split("\n")[0][:40] in stored]
+    assert not leaked

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.liveserver import LiveServer
 
@@ -76,6 +79,7 @@ class Seeded:
     waiting_plans: list[int] = field(default_factory=list)
     revised_plan: int = 0
     first_plan: int = 0
+    long_names: LongNames | None = None
 
 
 def _call(server: LiveServer, method: str, path: str, body: dict) -> dict:
@@ -208,3 +212,124 @@ def seed_revision(page, server: LiveServer, seeded: Seeded) -> None:
         quote="Index orders(created_at, id)",
         comment="Is there a migration for this?",
     )
+
+
+# --- long names: what must stay readable and never push a page sideways --------------------
+
+LONG_OWNER = "margarethe.vandenberg"
+LONG_BRANCH = "feature/PROJ-4711-move-invoice-rendering-to-the-new-pdf-service"
+UNBROKEN = "Supercalifragilisticexpialidocious" * 3
+LONG_URL = (
+    "https://docs.example.com/orders/pagination/cursor-based-paging-without-offsets"
+    "?utm_source=agentboard&utm_medium=plan&utm_campaign=a-very-long-campaign-name"
+)
+LONG_COMMAND = (
+    "pytest tests/api/test_orders.py::TestCursorPagination::"
+    "test_cursor_paging_skips_nothing_when_orders_arrive_while_someone_pages --maxfail=1 -q"
+)
+PLAN_LONG = f"""# Move the invoices to the new PDF renderer ({UNBROKEN})
+
+See {LONG_URL} before starting.
+
+1. Run `{LONG_COMMAND}`
+2. Keep `{UNBROKEN}` working
+
+```
+{LONG_COMMAND} && {LONG_COMMAND}
+```
+"""
+
+
+@dataclass
+class LongNames:
+    sessions: list[str] = field(default_factory=list)
+    plan: int = 0
+
+
+def add_owner(server: LiveServer, username: str) -> str:
+    """Another person with an agent token (as `create_token` makes one); returns the token."""
+    script = (
+        "from django.contrib.auth import get_user_model\n"
+        "from dashboard.models import AgentToken\n"
+        f"user = get_user_model().objects.create_user({username!r}, password='not-used-here')\n"
+        "print(AgentToken.issue(owner=user, label='laptop')[1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def seed_long_names(server: LiveServer) -> LongNames:
+    """Sessions with long project, owner and branch names, a task with a long unbroken word,
+    command and address, and a plan full of them: the newest sessions of the overview."""
+    seeded = LongNames()
+    owners = {"lead": server.token, LONG_OWNER: add_owner(server, LONG_OWNER)}
+    sessions = [
+        ("analytics-pipeline", LONG_OWNER, LONG_BRANCH, "Backfill the revenue dashboards"),
+        ("billing-service-v2", "lead", "fix/rounding-of-partial-refunds", "Fix refund rounding"),
+        ("customer-data-platform-ingestion-workers", LONG_OWNER, "main", UNBROKEN),
+    ]
+    for number, (project, owner, branch, prompt) in enumerate(sessions):
+        session_id = str(uuid.UUID(hashlib.sha256(f"long {number}".encode()).hexdigest()[:32]))
+        cwd = f"/home/{owner}/src/{project}"
+        token = owners[owner]
+        _call_as(
+            token,
+            server,
+            "/hooks/claude-code",
+            hook_body("SessionStart", session_id, cwd, git_branch=branch, source="startup"),
+        )
+        _call_as(
+            token,
+            server,
+            "/hooks/claude-code",
+            hook_body("UserPromptSubmit", session_id, cwd, prompt=prompt),
+        )
+        path = f"/api/v1/sessions/{session_id}/agents/{session_id}/todos?cwd={cwd}"
+        for todos in _long_todos(done=0), _long_todos(done=2):
+            # The second write completes two at once: a discipline flag on the card.
+            _call_as(token, server, path, {"todos": todos}, method="PUT")
+        seeded.sessions.append(session_id)
+    seeded.plan = submit_plan(server, seeded.sessions[1], PLAN_LONG)
+    return seeded
+
+
+def _long_todos(*, done: int) -> list[dict]:
+    todos = [
+        {"content": f"Read {LONG_URL}", "activeForm": "Reading the docs"},
+        {"content": "Check the invoice totals", "activeForm": "Checking the totals"},
+        {"content": f"Run {LONG_COMMAND}", "activeForm": f"Running `{LONG_COMMAND}`"},
+        {"content": f"Rename {UNBROKEN}", "activeForm": "Renaming"},
+    ]
+    for index, todo in enumerate(todos):
+        todo["status"] = (
+            "completed" if index < done else "in_progress" if index == done else "pending"
+        )
+    return todos
+
+
+def hook_body(event: str, session_id: str, cwd: str, **fields: object) -> dict:
+    return {
+        "hook_event_name": event,
+        "session_id": session_id,
+        "cwd": cwd,
+        "permission_mode": "acceptEdits",
+        **fields,
+    }
+
+
+def _call_as(token: str, server: LiveServer, path: str, body: dict, method: str = "POST") -> dict:
+    request = urllib.request.Request(
+        f"{server.url}{path}",
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)

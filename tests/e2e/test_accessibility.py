@@ -28,7 +28,6 @@ class Visit:
     path: str
     logged_in: bool = True
     wait_live: bool = True
-    open_diff: bool = False
     status: int = 200
 
 
@@ -57,6 +56,7 @@ def board(agentboard_server, chromium):
     successor waiting too."""
     seeded = seed.seed(agentboard_server, sessions=12)
     seed.seed_plans(agentboard_server, seeded)
+    seeded.long_names = seed.seed_long_names(agentboard_server)
     context = chromium.new_context(viewport=VIEWPORTS["desktop"])
     page = context.new_page()
     login(page, agentboard_server)
@@ -83,9 +83,11 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("login", "/accounts/login/", logged_in=False, wait_live=False),
         Visit("overview", "/"),
         Visit("board", f"/sessions/{board.session_ids[-3]}/"),
+        Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),
         Visit("inbox", "/inbox/"),
-        Visit("review-pending", f"/plans/{board.revised_plan}/", open_diff=True),
+        Visit("review-pending", f"/plans/{board.revised_plan}/"),
+        Visit("review-source-diff", f"/plans/{board.revised_plan}/?changes=source"),
         Visit("review-decided", f"/plans/{board.first_plan}/"),
         Visit("settings", "/settings/", wait_live=False),
         Visit("password", "/accounts/password/", wait_live=False),
@@ -109,8 +111,6 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
                 assert response is not None and response.status == visit.status, visit.path
                 if visit.wait_live and visit.logged_in and not visit.name.startswith("error"):
                     page.wait_for_selector("#connection[data-state=live]")
-                if visit.open_diff:
-                    page.locator(".diff-details summary").click()
                 problems += [
                     f"{visit.name} ({scheme}, {size}): {problem}" for problem in violations(page)
                 ]

@@ -64,9 +64,11 @@ def test_a_new_plan_notifies_once_and_the_reviewers_own_decision_does_not(
         waiting_before = submit_plan(server, "sess-old", "Already waiting")
 
         page.goto(f"{server.url}/settings/")
-        toggle = page.get_by_role("button", name="Desktop notifications: off")
+        toggle = page.get_by_role("button", name="Turn on desktop notifications")
+        assert page.locator("[data-notify-state]").inner_text() == "Off in this browser."
         toggle.click()
-        page.get_by_role("button", name="Desktop notifications: on").wait_for()
+        page.get_by_role("button", name="Turn off desktop notifications").wait_for()
+        assert page.locator("[data-notify-state]").inner_text() == "On in this browser."
 
         page.goto(f"{server.url}/")
         page.locator("#connection[data-state=live]").wait_for()
@@ -136,8 +138,8 @@ def test_an_agent_that_stops_with_tasks_left_notifies(chromium, agentboard_serve
     try:
         login(page, server)
         page.goto(f"{server.url}/settings/")
-        page.get_by_role("button", name="Desktop notifications: off").click()
-        page.get_by_role("button", name="Desktop notifications: on").wait_for()
+        page.get_by_role("button", name="Turn on desktop notifications").click()
+        page.get_by_role("button", name="Turn off desktop notifications").wait_for()
         page.goto(f"{server.url}/")
         page.locator("#connection[data-state=live]").wait_for()
         todos = [

@@ -63,7 +63,10 @@ def test_a_comment_on_selected_words_reaches_the_agent_with_the_rejection(agentb
         assert highlighted == 1
         screenshot(page, "plan-annotated")
 
-        # Comments alone make a rejection.
+        # Comments alone do not make a rejection: the feedback box needs words too.
+        page.get_by_role("button", name="Reject").click()
+        assert page.get_by_text("comments alone are not enough").is_visible()
+        page.get_by_label("Notes or feedback").fill("See my comment.")
         page.get_by_role("button", name="Reject").click()
         page.wait_for_selector("#decision-panel.is-rejected")
         rejected = next_frame(agent)

@@ -141,12 +141,43 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         page.wait_for_url(f"{server.url}/plans/{second_id}/")
         changes = page.locator(".plan-changes")
         assert "Use cursor paging, offsets skip rows." in changes.inner_text()
-        # What changed is a summary until it is opened.
-        assert not changes.locator(".diff").is_visible()
-        changes.get_by_text("Show what changed: +1 \u22121 line").click()
-        assert "Offset paging" in changes.locator(".diff-line.is-remove").inner_text()
-        assert "Cursor paging" in changes.locator(".diff-line.is-add").inner_text()
-        assert changes.locator(".diff-line.is-add .diff-marker").inner_text() == "+"
+        # What changed is said at the top and marked inside the rendered plan, in words.
+        summary = page.locator("#what-changed")
+        assert "What changed since rev 1: 1 part added, 1 removed" in summary.inner_text()
+        plan_body = page.locator(".plan-body")
+        removed = plan_body.locator("li.change-removed")
+        added = plan_body.locator("li.change-added")
+        assert (
+            removed.inner_text().startswith("REMOVED") and "Offset paging" in removed.inner_text()
+        )
+        assert added.inner_text().startswith("ADDED") and "Cursor paging" in added.inner_text()
+        # Tab order follows what the eye reads: from the top, the header and the switch come
+        # before the decision box; nothing far down the page is reached before it.
+        page.evaluate("document.activeElement.blur()")
+        stops = []
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            stop = page.evaluate(
+                "(() => { const e = document.activeElement; const box = e.getBoundingClientRect();"
+                " return [e.id || e.textContent.trim(), box.top + window.scrollY]; })()"
+            )
+            stops.append(stop)
+            if stop[0] == "decision-text":
+                break
+        names = [name for name, _ in stops]
+        assert "decision-text" in names and "Source diff +1 \u22121" in names
+        box_top = stops[-1][1]
+        assert all(top <= box_top for _, top in stops), stops
+        # The switch shows the source diff instead, and back.
+        summary.get_by_role("link", name="Source diff").click()
+        source = page.locator("#plan-source-diff")
+        assert source.is_visible() and not plan_body.is_visible()
+        assert "Offset paging" in source.locator(".diff-line.is-remove").inner_text()
+        assert "Cursor paging" in source.locator(".diff-line.is-add").inner_text()
+        assert source.locator(".diff-line.is-add .diff-marker").inner_text() == "+"
+        assert page.url.endswith("?changes=source")
+        summary.get_by_role("link", name="In the plan").click()
+        assert plan_body.is_visible() and not source.is_visible()
         page.wait_for_selector("#connection[data-state=live]")
         screenshot(page, "plan-review")
         page.emulate_media(color_scheme="dark")
@@ -156,7 +187,15 @@ def test_a_plan_travels_from_agent_to_reviewer_and_back_in_real_time(agentboard_
         page.set_viewport_size({"width": 1280, "height": 860})
         page.emulate_media(color_scheme="light")
 
-        page.keyboard.press("Shift+KeyA")  # Approve and auto-accept edits
+        page.keyboard.press("Shift+KeyA")  # Caps Lock's "A" decides nothing any more
+        page.keyboard.press("e")  # Approve and auto-accept edits: asks first
+        dialog = page.get_by_role("dialog", name="Approve and auto-accept edits?")
+        dialog.wait_for()
+        page.keyboard.press("Escape")  # cancels
+        dialog.wait_for(state="hidden")
+        assert not page.locator("#decision-panel.is-decided").count()
+        page.keyboard.press("e")
+        dialog.get_by_role("button", name="Yes, approve and auto-accept").click()
         page.wait_for_selector("#decision-panel.is-approved")
         assert "accepted automatically" in page.locator("#decision-panel").inner_text()
         screenshot(page, "plan-review-approved")

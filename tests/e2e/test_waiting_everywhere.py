@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import login, screenshot
 from tests.e2e import seed
-from tests.e2e.test_enforcer_countdown import HookInBackground, UNFINISHED
 from tests.e2e.test_enforcer_countdown import SESSION as COUNTING
+from tests.e2e.test_enforcer_countdown import UNFINISHED, HookInBackground
 from tests.e2e.test_inbox import HeldHook, notify, payload
 
 pytestmark = pytest.mark.browser
@@ -71,7 +71,9 @@ def test_every_surface_counts_what_waits_alike_and_the_board_answers_it_in_place
     stop.start()
 
     wait_for_count(page, 5)
-    page.wait_for_function("() => document.querySelectorAll('.session-row[data-waiting=true]').length === 5")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.session-row[data-waiting=true]').length === 5"
+    )
     found = counted(page)
     assert found == {
         "header": "5",
@@ -84,7 +86,9 @@ def test_every_surface_counts_what_waits_alike_and_the_board_answers_it_in_place
     # Each pinned row says what waits, for how long, and what it asks.
     bash_row = page.locator(".session-row", has_text="npm run test")
     assert re.search(r"Bash waiting \d+ s\s*:\s*npm run test", bash_row.inner_text())
-    countdown_row = page.locator(f"#session-list .session-row[data-waiting=true]", has_text="Resumes in")
+    countdown_row = page.locator(
+        "#session-list .session-row[data-waiting=true]", has_text="Resumes in"
+    )
     assert re.search(r"Resumes in [45]:\d\d", countdown_row.inner_text())
     assert countdown_row.get_by_role("button", name=re.compile("Cancel")).is_visible()
     screenshot(page, "overview-everything-waiting")
@@ -122,9 +126,8 @@ def test_every_surface_counts_what_waits_alike_and_the_board_answers_it_in_place
     clock = page.locator("#session-attention .countdown-number")
     first = clock.inner_text()
     assert re.fullmatch(r"[45]:\d\d", first)
-    page.wait_for_function(
-        f"() => document.querySelector('#session-attention .countdown-number').textContent !== '{first}'"
-    )
+    ticking = "() => document.querySelector('#session-attention .countdown-number').textContent"
+    page.wait_for_function(f"{ticking} !== '{first}'")
     page.locator("#session-attention").get_by_role("button", name="Cancel the continuation").click()
     page.wait_for_selector("#session-attention", state="hidden")
     wait_for_count(page, 3)

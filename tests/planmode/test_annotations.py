@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from dashboard.core.errors import ServiceError
 from planmode import services
 from planmode.models import Annotation
 from tests.conftest import parse_html
@@ -120,17 +121,29 @@ def test_a_rejection_sends_each_comment_quoted_to_the_agent(submit, lead, review
     annotate(lead, plan.pk, quote="limit max 100", kind="replace", replacement="limit max 500")
     annotate(lead, plan.pk, quote="Keep the response shape", kind="delete")
 
-    # Comments alone are enough to reject.
-    decided = plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=False, feedback="")
+    decided = plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=False, feedback="See below.")
 
     message = services.plan_state(decided)["message"]
     assert (
-        "Comments on parts of the plan:\n"
+        "See below.\n\nComments on parts of the plan:\n"
         '1. On "Offset paging with ?page=N": Offsets skip rows.\n'
         '2. Remove "Keep the response shape"\n'
         '3. Replace "limit max 100" with "limit max 500"'
     ) in message
     assert "Rework the plan" in message
+
+
+def test_comments_alone_do_not_make_a_rejection(submit, lead, reviewer):
+    plan = submit(plan=PLAN)
+    annotate(lead, plan.pk, quote="limit max 100", comment="Too low.")
+
+    with pytest.raises(ServiceError) as refused:
+        plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=False, feedback="")
+
+    assert refused.value.code == "feedback_required"
+    assert "feedback box" in refused.value.message
+    plan.refresh_from_db()
+    assert plan.status == "pending"
 
 
 def test_an_approval_passes_comments_on_as_the_notes_the_model_receives(submit, lead, reviewer):
@@ -149,7 +162,7 @@ def test_the_next_revision_shows_the_earlier_comments_next_to_what_changed(submi
     first = submit(plan=PLAN)
     annotate(lead, first.pk, quote="Offset paging with ?page=N", comment="Use cursors.")
     annotate(lead, first.pk, quote="limit max 100", comment="Keep this.")
-    plan_decide(plan_id=first.pk, reviewer=reviewer, approve=False, feedback="")
+    plan_decide(plan_id=first.pk, reviewer=reviewer, approve=False, feedback="See the comments.")
     second = submit(plan=PLAN.replace("Offset paging with `?page=N`", "Cursor paging"))
 
     document = parse_html(lead.get(f"/plans/{second.pk}/").content)

@@ -205,6 +205,33 @@ def test_allowing_answers_and_returns_the_list_without_it(reviewer_client, user)
     assert "Allowed by lead" in parse_html(response.content).find("li", cls="decided-row").text()
 
 
+def decided_row(client) -> str:
+    return parse_html(client.get("/inbox/").content).find("li", cls="decided-row").text()
+
+
+def test_a_request_its_agent_closed_says_so_rather_than_that_nobody_decided(reviewer_client, user):
+    _, agent = make_session(user)
+    now = timezone.now()
+    make_request(
+        agent, status="expired", decided_at=now, held_until=now + timezone.timedelta(minutes=9)
+    )
+
+    row = decided_row(reviewer_client)
+
+    assert "Closed by the agent before anyone decided" in row
+    assert "nobody decided in time" not in row
+
+
+def test_a_request_nobody_answered_in_time_says_the_terminal_asked(reviewer_client, user):
+    _, agent = make_session(user)
+    now = timezone.now()
+    make_request(agent, status="expired", decided_at=now, held_until=now)
+
+    row = decided_row(reviewer_client)
+
+    assert "Expired as nobody decided in time; the terminal asked" in row
+
+
 def test_a_plain_form_post_works_without_javascript(reviewer_client, user):
     _, agent = make_session(user)
     request = make_request(agent)

@@ -4,7 +4,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from planmode.markdown import render_plan
+from planmode.markdown import render_plan, render_plan_page
+from planmode.models import Plan
 
 
 def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
@@ -104,3 +105,29 @@ def test_images_are_not_loaded_from_addresses_an_agent_chose():
     html = render_plan("![diagram](https://tracker.example/pixel.png)")
     assert "<img" not in html
     assert "diagram" in html
+
+
+@pytest.mark.parametrize(
+    ("markdown", "title"),
+    [
+        ("# Add `GET /orders` paging\n\nbody", "Add GET /orders paging"),
+        ("## **Bold** and _emphasis_ ##\n", "Bold and emphasis"),
+        ("# See [the docs](https://example.com) first", "See the docs first"),
+        ("Use `<script>` tags\n\n# Later heading", "Later heading"),
+        ("- [ ] a first line without heading", "- [ ] a first line without heading"),
+        ("# \\*literal\\* stars", "*literal* stars"),
+    ],
+)
+def test_a_plan_title_is_plain_text_without_markdown(markdown, title):
+    assert Plan(markdown=markdown).title == title
+
+
+def test_a_title_with_markup_stays_text_to_escape():
+    assert (
+        Plan(markdown="# Use `<script>alert(1)</script>`").title == "Use <script>alert(1)</script>"
+    )
+
+
+def test_the_review_page_drops_a_markdown_heading_that_is_its_title():
+    plan = Plan(markdown="# Add `GET /orders`\n\nThe body.")
+    assert "GET /orders" not in render_plan_page(plan.markdown, title=plan.title)

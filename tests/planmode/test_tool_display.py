@@ -91,14 +91,43 @@ def test_web_fetch_and_search_show_the_address_and_the_query():
     assert (search.tool, search.headline) == ("WebSearch", "django async orm")
 
 
-def test_an_mcp_tool_shows_its_server_tool_and_arguments():
-    view = describe("mcp__github__create_issue", {"title": "Flicker", "labels": ["bug"]})
-    assert (view.kind, view.tool, view.headline) == (
-        "mcp",
-        "MCP github · create_issue",
-        "github · create_issue",
+def test_an_mcp_tool_leads_with_the_arguments_that_say_what_it_will_do():
+    view = describe(
+        "mcp__github__create_pull_request",
+        {"draft": False, "body": "Adds cursors.", "repo": "shop", "title": "Cursor paging"},
     )
-    assert '"title": "Flicker"' in view.arguments
+    assert (view.kind, view.tool) == ("mcp", "MCP github · create_pull_request")
+    assert view.headline == "Cursor paging"
+    assert view.description == "repo: shop"
+    assert view.arguments.splitlines()[:2] == ["title: Cursor paging", "repo: shop"]
+
+
+def test_mcp_arguments_show_real_line_breaks_indented_never_escapes():
+    view = describe(
+        "mcp__github__create_issue",
+        {"title": "Flicker", "body": "Seen in Safari.\nSteps:\n  1. Reload", "labels": ["bug"]},
+    )
+    assert "\\n" not in view.arguments
+    assert view.arguments == (
+        "title: Flicker\nbody:\n  Seen in Safari.\n  Steps:\n    1. Reload\nlabels:\n  - bug"
+    )
+
+
+def test_an_mcp_tool_without_telling_arguments_shows_its_server_and_tool():
+    view = describe("mcp__memory__read_graph", {"verbose": True, "nested": {"depth": 2}})
+    assert view.headline == "memory · read_graph"
+    assert view.description == ""
+    assert view.arguments == "verbose: true\nnested:\n  depth: 2"
+
+
+def test_mcp_arguments_stay_plain_text_and_bounded():
+    view = describe(
+        "mcp__notes__write",
+        {"path": "<img src=x onerror=alert(1)>", "text": "x" * 50_000},
+    )
+    assert view.headline == "<img src=x onerror=alert(1)>"  # the template escapes it
+    assert len(view.arguments) == 10_000
+    assert view.left_out > 30_000
 
 
 def test_any_other_tool_shows_its_input():

@@ -185,19 +185,29 @@ def test_revision_2_shows_the_diff_and_the_feedback_that_rejected_revision_1(
     second = submit(plan="# Paging\n\n1. Cursor paging\n2. Tests\n")
     page = lead.get(f"/plans/{second.pk}/").content.decode()
     document = parse_html(page)
-    # The plan comes first, then what changed, collapsed to a count of lines, with the
-    # feedback that made the agent revise it in plain view.
-    assert page.index('class="plan-body') < page.index('id="plan-changes"')
+    # What changed is said at the top and marked inside the plan; the feedback that made the
+    # agent revise it is in plain view below, after the decision panel (the reading order).
+    summary = document.find("div", id="what-changed")
+    assert "What changed since rev 1: 1 part added, 1 removed" in " ".join(summary.text().split())
+    body = document.find("article", id="plan-body")
+    removed, added = body.find("li", cls="change-removed"), body.find("li", cls="change-added")
+    assert " ".join(removed.text().split()) == "Removed Offset paging"
+    assert " ".join(added.text().split()) == "Added Cursor paging"
+    assert page.index('id="decision-panel"') < page.index('id="plan-changes"')
     changes = document.find("section", id="plan-changes")
-    assert "Changes since rev 1" in changes.text() and "Use cursors." in changes.text()
-    details = changes.find("details", cls="diff-details")
-    assert "open" not in details.attrs
-    assert details.find("summary").text() == "Show what changed: +1 \u22121 lines"
-    removed, added = details.find(cls="is-remove"), details.find(cls="is-add")
+    assert "Use cursors." in changes.text()
+    # The source diff is one switch away, its changed words marked.
+    source = document.find("section", id="plan-source-diff")
+    assert "hidden" in source.attrs
+    assert "+1 \u22121 lines" in source.find("h2").text()
+    removed, added = source.find(cls="is-remove"), source.find(cls="is-add")
     assert removed.find(cls="diff-text").text() == "1. Offset paging"
     assert removed.find("del").text() == "Offset"
     assert added.find(cls="diff-text").text() == "1. Cursor paging"
     assert added.find("ins").text() == "Cursor"
+    switched = parse_html(lead.get(f"/plans/{second.pk}/?changes=source").content)
+    assert "hidden" in switched.find("article", id="plan-body").attrs
+    assert "hidden" not in switched.find("section", id="plan-source-diff").attrs
 
 
 def words(seed: int, count: int) -> str:
@@ -231,8 +241,8 @@ def test_the_largest_plans_review_page_shows_what_changed_at_once(submit, lead, 
     page = lead.get(f"/plans/{second.pk}/")
 
     assert page.status_code == 200
-    changes = parse_html(page.content).find("section", id="plan-changes")
-    assert "Show what changed" in changes.text()
+    changes = parse_html(page.content).find("section", id="plan-source-diff")
+    assert "Source diff since rev 1" in changes.text()
 
 
 def test_revisions_too_large_to_compare_line_by_line_show_their_sizes(submit, lead):
@@ -242,10 +252,13 @@ def test_revisions_too_large_to_compare_line_by_line_show_their_sizes(submit, le
     second = submit(plan=new)
 
     changes = parse_html(lead.get(f"/plans/{second.pk}/").content).find(
-        "section", id="plan-changes"
+        "section", id="plan-source-diff"
     )
 
-    assert not changes.find_all("details", cls="diff-details")
+    assert not changes.find_all("div", cls="diff")
+    # The plan itself shows as it is, unmarked.
+    body = parse_html(lead.get(f"/plans/{second.pk}/").content).find("article", id="plan-body")
+    assert "98 99 0 1" in body.text() and not body.find_all(cls="change-tag")
     assert (
         "too large to compare line by line; showing sizes: rev 1 has 20000 lines "
         f"({len(old)} characters), this one 20001 lines ({len(new)} characters)"
@@ -257,10 +270,10 @@ def test_a_long_comparison_lists_its_first_lines_and_counts_the_rest(submit, lea
     second = submit(plan="\n".join(f"new line {n}" for n in range(1_500)))
 
     changes = parse_html(lead.get(f"/plans/{second.pk}/").content).find(
-        "section", id="plan-changes"
+        "section", id="plan-source-diff"
     )
 
-    assert "+1500 \u22121500 lines" in changes.find("summary").text()
+    assert "+1500 \u22121500 lines" in changes.find("h2").text()
     assert len(changes.find_all(cls="is-add")) + len(changes.find_all(cls="is-remove")) == 2_000
     assert "1000 more lines of the comparison not listed" in changes.text()
 

@@ -98,9 +98,7 @@ def test_overview_rows_and_board_banners_say_what_waits_and_for_how_long(
 ):
     client.force_login(reviewer)
     page = client.get("/").content.decode()
-    rows = {
-        row.attrs["id"]: row for row in parse_html(page).find_all("li", cls="session-row")
-    }
+    rows = {row.attrs["id"]: row for row in parse_html(page).find_all("li", cls="session-row")}
     assert len(rows) == 4
     texts = " | ".join(row.text() for row in rows.values())
     assert "Plan waiting 9 min : Pagination" in texts

@@ -34,6 +34,7 @@ from dashboard.core.errors import (
     unauthenticated,
 )
 from dashboard.core.loops import keep
+from dashboard.core.redaction import redact
 from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
@@ -85,6 +86,7 @@ from todos.services import (
     check_strict_policy,
     current_todos,
     revision_key_used,
+    todo_items_redacted,
     todo_list_store,
 )
 
@@ -562,7 +564,7 @@ def _subagent_task_created(
     if hook.agent_id is None or hook.agent_id == hook.session_id:
         return outcome
     task_id = str(hook.tool_response["task"]["id"])
-    subject = hook.tool_input["subject"]
+    subject = redact(hook.tool_input["subject"])  # as it was stored
     misplaced = Todo.objects.filter(
         agent__session__session_id=hook.session_id,
         agent__session__owner=owner,
@@ -659,7 +661,8 @@ def todos_change(
         if idempotency_key and revision_key_used(agent=agent, key=idempotency_key):
             return Outcome(None, changes)
         current = current_todos(agent)
-        new = change(current)
+        # Compared with the list as stored: redacted.
+        new = todo_items_redacted(change(current))
         if new == current and not record_unchanged:
             return Outcome(None, changes)
         # Validated as any write is: a Task tool's subject is a todo's content, and the list
@@ -769,7 +772,7 @@ def _plan_submit(
         waiting = (
             agent.plans.filter(
                 status=PlanStatus.PENDING,
-                markdown=plan_input.plan,
+                markdown=redact(plan_input.plan),
                 plan_file_path=plan_input.planFilePath or "",
             )
             .order_by("-pk")
@@ -830,7 +833,7 @@ def _approval_notes(
         approved = agent.plans.filter(status=PlanStatus.APPROVED)
         plan_text = hook.tool_input.get("plan")
         if isinstance(plan_text, str) and plan_text.strip():
-            approved = approved.filter(markdown=plan_text)
+            approved = approved.filter(markdown=redact(plan_text))
         plan = approved.order_by("-pk").first()
         return Outcome(plan.notes if plan else "", changes)
 

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from dashboard.core.edge import column_length, strict_loads, text_problem
 from dashboard.core.errors import ServiceError
+from dashboard.core.redaction import redact
 from dashboard.core.services import session_describe
 from dashboard.integrations.claude_code.schemas import ExitPlanModeToolInput, TodoWriteToolInput
 from dashboard.live import publisher
@@ -261,7 +262,9 @@ class ClaudeImporter:
         # Plans the hooks reported carry no tool-use id: the same text means the same plan.
         if (
             exists.filter(idempotency_key=key).exists()
-            or exists.filter(markdown=pending.plan.plan, idempotency_key__isnull=True).exists()
+            or exists.filter(
+                markdown=redact(pending.plan.plan), idempotency_key__isnull=True
+            ).exists()
         ):
             self.counts["already"] += 1
             return

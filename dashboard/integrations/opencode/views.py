@@ -59,7 +59,7 @@ from planmode.permissions import permission_expire, permission_request_open, per
 from todos import enforcer
 from todos.models import TodoRevision
 from todos.selectors import current_todos
-from todos.services import check_strict_policy, todo_list_store
+from todos.services import check_strict_policy, todo_items_redacted, todo_list_store
 
 # opencode's titles before it has named a session; the board waits for the real one.
 PLACEHOLDER_TITLE = re.compile(r"^(New|Child) session - ")
@@ -200,7 +200,8 @@ def _end(agent: Agent) -> Changes:
 def _todos_replace(*, owner: AbstractBaseUser, event: TodoEvent) -> Outcome[None]:
     """opencode's todowrite: the complete new list, stored as a revision when it changed."""
     resolved, changes = _observe(owner=owner, opencode_id=event.properties.sessionID)
-    new = [item.as_wire() for item in event.properties.todos]
+    # Compared as stored: redacted.
+    new = todo_items_redacted([item.as_wire() for item in event.properties.todos])
     current = current_todos(resolved.agent)
     if new == current:
         return Outcome(None, changes)

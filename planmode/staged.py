@@ -1,0 +1,328 @@
+"""The undo window: a decision a person makes in the browser is held back for a few seconds.
+
+Approving or rejecting a plan on its review page, or allowing or denying a permission request
+in the inbox, stores the answer on the row (`staged_answer`, `sends_at`) and leaves the row
+pending: the waiting agent hears nothing, and every page shows the decision as made but not sent
+yet, with an Undo. An undo before `sends_at` clears it, and the item waits as before. At
+`sends_at` the decision is made through the same services as an immediate one
+(`services.plan_decide`, `permissions.permission_decide`), so what the agent receives is the
+same. The deciding process schedules that moment (`release_later`); every process's periodic
+sweep also releases whatever is due (`staged_release_due`), so a decision staged by a process
+that stopped is still sent. Decisions by tokens, push notifications and team rules are never
+staged: there is no page to undo them from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from dashboard.core.changes import Changes, Outcome
+from dashboard.core.errors import ServiceError
+from dashboard.core.loops import keep
+from dashboard.core.redaction import redact
+from dashboard.core.writer import write
+from planmode import permissions, services
+from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
+
+logger = logging.getLogger(__name__)
+
+# At most this many of each kind per release: one write of the writer's.
+RELEASE_BATCH = 100
+
+
+def undo_seconds() -> float:
+    """How long a person's decision waits before it is sent; 0 sends it at once."""
+    return float(settings.AGENTBOARD_UNDO_SECONDS)
+
+
+@dataclass
+class Staged:
+    """Decisions held back until `sends_at`: the plans or requests, and what pages show."""
+
+    sends_at: datetime
+    plan_ids: list[int] = field(default_factory=list)
+    request_ids: list[int] = field(default_factory=list)
+    # Requests of a bulk answer someone (or something) else answered first, each with why.
+    missed: list[str] = field(default_factory=list)
+    changes: Changes = field(default_factory=Changes)
+
+
+def _who(user: AbstractBaseUser) -> dict[str, Any]:
+    return {"by": user.pk, "by_name": user.get_username()}
+
+
+def _plan_changes(plan: Plan) -> Changes:
+    # Not a decision yet: the queue, boards, review pages, cards and counts re-render; no
+    # waiting agent is woken.
+    return Changes(plans={plan.pk}).agent(plan.agent_id, plan.session_id)
+
+
+def _already_staged(who: str, what: str) -> ServiceError:
+    return ServiceError(
+        "already_decided",
+        f"{who} already decided this {what} and it is about to be sent; undo that first to "
+        "decide differently.",
+        status=409,
+    )
+
+
+def plan_stage(
+    *,
+    plan_id: int,
+    reviewer: AbstractBaseUser,
+    approve: bool,
+    auto_accept: bool = False,
+    feedback: str = "",
+    seconds: float,
+) -> Staged:
+    """A reviewer's approval or rejection, checked as `plan_decide` checks it, held back for
+    `seconds`; the plan stays pending."""
+    feedback = services.decision_feedback_check(approve=approve, feedback=feedback)
+    now = timezone.now()
+    sends_at = now + timedelta(seconds=seconds)
+    with transaction.atomic(savepoint=False):
+        plan = (
+            Plan.objects.select_for_update(of=("self",))
+            .select_related("decided_by")
+            .filter(pk=plan_id)
+            .first()
+        )
+        if plan is None:
+            raise services.plan_not_found(plan_id)
+        if not plan.is_pending:
+            raise services.plan_already_decided(plan)
+        if plan.staged_answer is not None:
+            raise _already_staged(plan.staged_answer.get("by_name", "Someone"), "plan")
+        if services.nobody_waits(plan.held_until):
+            raise services.nobody_waiting("plan")
+        answer = {"approve": approve, "auto_accept": auto_accept, "feedback": feedback}
+        plan.staged_answer, plan.sends_at = {**answer, **_who(reviewer)}, sends_at
+        Plan.objects.filter(pk=plan.pk).update(
+            staged_answer=plan.staged_answer, sends_at=plan.sends_at
+        )
+    return Staged(sends_at, plan_ids=[plan.pk], changes=_plan_changes(plan))
+
+
+def _stage_request(
+    request: PermissionRequest,
+    *,
+    user: AbstractBaseUser,
+    answer: permissions.Answer,
+    sends_at: datetime,
+) -> str | None:
+    """Stage one request; why not, when it cannot be."""
+    if not request.is_pending:
+        return permissions.request_already_decided(request).message
+    if request.staged_answer is not None:
+        return _already_staged(request.staged_answer.get("by_name", "Someone"), "request").message
+    if services.nobody_waits(request.held_until):
+        return services.nobody_waiting("request").message
+    if answer.allow and answer.remember:
+        # Refused now, while the person still looks, not when it is sent.
+        permissions.remembered_permissions(
+            request, choice=answer.remember, pattern=answer.pattern, where=answer.where
+        )
+    # The deny message waits redacted, as it is stored once sent.
+    staged = {**asdict(answer), "message": redact(answer.message.strip()), **_who(user)}
+    request.staged_answer, request.sends_at = staged, sends_at
+    PermissionRequest.objects.filter(pk=request.pk).update(
+        staged_answer=request.staged_answer, sends_at=sends_at
+    )
+    return None
+
+
+def _request_changes(requests: Sequence[PermissionRequest]) -> Changes:
+    return Changes(permission_requests={request.pk for request in requests})
+
+
+def permission_stage(
+    *,
+    request_ids: Sequence[int],
+    user: AbstractBaseUser,
+    answer: permissions.Answer,
+    seconds: float,
+) -> Staged:
+    """A person's answer to one request, or the same answer to several identical ones (as
+    `permission_decide` and `permission_decide_many` check them), held back for `seconds`."""
+    answer.check()
+    ids = sorted(set(request_ids))
+    if not ids:
+        raise ServiceError("nothing_selected", "Select the requests to answer first.")
+    sends_at = timezone.now() + timedelta(seconds=seconds)
+    with transaction.atomic(savepoint=False):
+        requests = [permissions.request_load(pk) for pk in ids]
+        if len({request.input_key for request in requests}) > 1:
+            raise ServiceError(
+                "not_identical",
+                "Only identical requests (the same tool with the same input) can be answered "
+                "together; answer the others one by one.",
+            )
+        for request in requests:
+            permissions.check_may_answer(user, request)
+        staged, missed = [], []
+        for request in requests:
+            why_not = _stage_request(request, user=user, answer=answer, sends_at=sends_at)
+            if why_not is None:
+                staged.append(request)
+            else:
+                missed.append(why_not)
+        if not staged:
+            if len(ids) == 1:
+                raise ServiceError("already_decided", missed[0], status=409)
+            raise ServiceError(
+                "already_decided",
+                "Every selected request was already answered; nothing changed.",
+                status=409,
+            )
+    return Staged(
+        sends_at,
+        request_ids=[request.pk for request in staged],
+        missed=missed,
+        changes=_request_changes(staged),
+    )
+
+
+def _not_undoable(what: str) -> ServiceError:
+    return ServiceError(
+        "not_undoable",
+        f"This {what} has no decision waiting to be sent (it was sent, or undone already); "
+        "nothing was changed.",
+        status=409,
+    )
+
+
+def plan_undo(*, plan_id: int) -> Outcome[Plan]:
+    """Take back a staged decision before it is sent: the plan waits exactly as before."""
+    with transaction.atomic(savepoint=False):
+        plan = Plan.objects.filter(pk=plan_id).first()
+        if plan is None:
+            raise services.plan_not_found(plan_id)
+        undone = Plan.objects.filter(
+            pk=plan_id,
+            status=PlanStatus.PENDING,
+            staged_answer__isnull=False,
+            sends_at__gt=timezone.now(),
+        ).update(staged_answer=None, sends_at=None)
+        if not undone:
+            raise _not_undoable("plan")
+        plan.staged_answer = plan.sends_at = None
+    return Outcome(plan, _plan_changes(plan))
+
+
+def permission_undo(*, request_id: int, user: AbstractBaseUser) -> Outcome[PermissionRequest]:
+    """Take back a staged answer before it is sent: the request waits exactly as before."""
+    with transaction.atomic(savepoint=False):
+        request = permissions.request_load(request_id)
+        permissions.check_may_answer(user, request)
+        undone = PermissionRequest.objects.filter(
+            pk=request_id,
+            status=RequestStatus.PENDING,
+            staged_answer__isnull=False,
+            sends_at__gt=timezone.now(),
+        ).update(staged_answer=None, sends_at=None)
+        if not undone:
+            raise _not_undoable("request")
+        request.staged_answer = request.sends_at = None
+    return Outcome(request, _request_changes([request]))
+
+
+def _decider(staged_answer: dict[str, Any]) -> AbstractBaseUser | None:
+    return get_user_model().objects.filter(pk=staged_answer.get("by")).first()
+
+
+def _release_plan(plan: Plan, now: datetime) -> Changes:
+    staged_answer = plan.staged_answer or {}
+    cleared = Plan.objects.filter(pk=plan.pk, sends_at__lte=now, staged_answer__isnull=False)
+    if not cleared.update(staged_answer=None, sends_at=None):
+        return Changes()  # another process released it, or it was undone just now
+    reviewer = _decider(staged_answer)
+    try:
+        if reviewer is None:
+            raise ServiceError("reviewer_gone", "The reviewer's account was deleted.")
+        with transaction.atomic():
+            decided = services.plan_decide(
+                plan_id=plan.pk,
+                reviewer=reviewer,
+                approve=bool(staged_answer.get("approve")),
+                auto_accept=bool(staged_answer.get("auto_accept")),
+                feedback=str(staged_answer.get("feedback", "")),
+            )
+    except ServiceError as error:
+        # Decided meanwhile another way (the terminal, an API call), or nobody waits any more:
+        # the plan shows that, and waits no longer as staged.
+        logger.info("staged decision on plan %s not sent: %s", plan.pk, error.message)
+        return _plan_changes(plan)
+    return decided.changes
+
+
+def _release_request(request: PermissionRequest, now: datetime) -> Changes:
+    staged_answer = dict(request.staged_answer or {})
+    cleared = PermissionRequest.objects.filter(
+        pk=request.pk, sends_at__lte=now, staged_answer__isnull=False
+    )
+    if not cleared.update(staged_answer=None, sends_at=None):
+        return Changes()
+    user = _decider(staged_answer)
+    staged_answer.pop("by", None)
+    staged_answer.pop("by_name", None)
+    try:
+        if user is None:
+            raise ServiceError("user_gone", "The account that answered was deleted.")
+        with transaction.atomic():
+            decided = permissions.permission_decide(
+                request_id=request.pk, user=user, answer=permissions.Answer(**staged_answer)
+            )
+    except ServiceError as error:
+        logger.info("staged answer to request %s not sent: %s", request.pk, error.message)
+        return _request_changes([request])
+    return decided.changes
+
+
+def staged_release_due() -> Outcome[int]:
+    """Send every staged decision whose undo window has closed; how many it handled."""
+    now = timezone.now()
+    changes = Changes()
+    released = 0
+    with transaction.atomic(savepoint=False):
+        plans = Plan.objects.filter(status=PlanStatus.PENDING, sends_at__lte=now)
+        for plan in list(plans.order_by("sends_at", "pk")[:RELEASE_BATCH]):
+            changes.merge(_release_plan(plan, now))
+            released += 1
+        requests = PermissionRequest.objects.filter(status=RequestStatus.PENDING, sends_at__lte=now)
+        for request in list(requests.order_by("sends_at", "pk")[:RELEASE_BATCH]):
+            changes.merge(_release_request(request, now))
+            released += 1
+    return Outcome(released, changes)
+
+
+_releases: set[asyncio.Task[Any]] = set()
+
+
+def release_later(sends_at: datetime) -> None:
+    """Send what is due at `sends_at`, from this process's loop (the periodic sweep sends it
+    too, should this process stop before then)."""
+    loop = asyncio.get_running_loop()
+
+    def release() -> None:
+        keep(_releases, loop.create_task(_release()))
+
+    delay = max(0.0, (sends_at - timezone.now()).total_seconds())
+    loop.call_later(delay, release)
+
+
+async def _release() -> None:
+    try:
+        await write(staged_release_due)
+    except Exception:
+        logger.exception("could not send staged decisions")

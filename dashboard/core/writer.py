@@ -255,17 +255,24 @@ class Writer:
                 logger.exception("a write batch's %s failed", listener.__qualname__)
 
     def _answer(self, outcomes: list[_Outcome]) -> None:
-        """After the commit: answer each request, and hand what changed to the publisher."""
+        """After the commit: hand what changed to the publisher, then answer each request.
+        The changes of a batch go out together, once per event loop that waits on it: every
+        tool call of an agent changes its card, and one hand-over per batch costs its loop one
+        wake-up instead of one per write."""
+        published: dict[asyncio.AbstractEventLoop | None, Changes] = {}
+        for job, result, error in outcomes:
+            changes = changes_of(result) if error is None else None
+            if changes:
+                published.setdefault(job.loop, Changes()).merge(changes)
+        for loop, changes in published.items():
+            for listener in self.after_commit:
+                listener(changes, loop=loop)
         for job, result, error in outcomes:
             if error is not None:
                 if not isinstance(error, ServiceError):
                     logger.error("a write failed", exc_info=error)
                 job.future.set_exception(error)
                 continue
-            changes = changes_of(result)
-            if changes:
-                for listener in self.after_commit:
-                    listener(changes, loop=job.loop)
             job.future.set_result(result)
 
 

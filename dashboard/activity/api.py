@@ -10,12 +10,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Query, Router
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.selectors import MAX_PAGE_SIZE, PAGE_SIZE, session_steps
 from dashboard.activity.services import step_record_for
 from dashboard.activity.summaries import step_draft
+from dashboard.core.edge import SPACE_CLASS
 from dashboard.core.errors import ServiceError
 from dashboard.core.services import session_of_owner
 from dashboard.core.writer import write
@@ -24,13 +25,22 @@ from todos.schemas import ErrorOut
 
 router = Router(tags=["activity"])
 
+# A call's id and its tool's name must hold a printable character: they name it on the board.
+PRINTABLE_PATTERN = rf"^[^\u0000]*[^\u0000-\u001f\u007f-\u009f\ufeff{SPACE_CLASS}][^\u0000]*$"
+CallName = Annotated[
+    str,
+    Field(min_length=1, max_length=200, pattern=PRINTABLE_PATTERN),
+]
+
 
 class StepIn(BaseModel):
     """One tool call starting (`"status": "running"`) or ending; send both with the same
     `tool_use_id`, or only the end (its start is then its end)."""
 
-    tool_use_id: Annotated[str, Field(min_length=1, max_length=200)]
-    tool_name: Annotated[str, Field(min_length=1, max_length=200)]
+    model_config = ConfigDict(extra="forbid")
+
+    tool_use_id: CallName
+    tool_name: CallName
     # Only summarised (the command, the file, the URL…) and hashed, never stored as it is.
     tool_input: dict[str, Any] = Field(default_factory=dict)
     status: Literal["running", "ok", "failed", "denied", "interrupted"]
@@ -95,7 +105,7 @@ async def step_report(
 
 @router.get(
     "/sessions/{session_id}/activity",
-    response={200: ActivityOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut},
+    response={200: ActivityOut, 400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut},
     summary="A session's steps, oldest first, a page at a time",
 )
 async def activity_export(

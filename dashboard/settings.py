@@ -333,6 +333,12 @@ AGENTBOARD_ACTIVITY_DAYS = envfloat("AGENTBOARD_ACTIVITY_DAYS", 30.0)
 if AGENTBOARD_ACTIVITY_DAYS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_ACTIVITY_DAYS must be more than 0.")
 
+# An agent that made the same failing call (same tool, same input) this many times in a row
+# needs a look: it shows with what waits on a person until its next healthy step.
+AGENTBOARD_LOOP_REPEATS = envint("AGENTBOARD_LOOP_REPEATS", 3)
+if AGENTBOARD_LOOP_REPEATS < 2:
+    raise ImproperlyConfigured("AGENTBOARD_LOOP_REPEATS must be 2 or more.")
+
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
 LOGGING = {

@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.activity import concerns
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome, StepReport
@@ -59,6 +60,11 @@ def steps_store(written: list[Changes]) -> None:
             Step.objects.filter(
                 agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
             ).update(outcome=StepOutcome.INTERRUPTED, ended_at=at)
+        concerns.watched_load()
+        if reports:
+            concerns.concerns_note(reports, written)
+        if interrupted:
+            concerns.concerns_end_for_stopped(interrupted, written)
 
 
 def _merged(reports: list[StepReport]) -> list[Step]:

@@ -9,6 +9,7 @@ different call), until the agent stops, or until someone dismisses it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -19,16 +20,15 @@ from dashboard.activity.models import Concern, ConcernKind, Step, StepOutcome
 from dashboard.activity.summaries import bounded_text
 from dashboard.core.changes import Changes, Outcome, StepReport
 
-# Agents with an open looping episode in this process's view -> the repeated call's hash.
-# Filled when this process opens one and from the database at start; a stale entry costs one
-# harmless update, never a wrong answer.
-_watched: dict[int, str] = {}
+# Agents with an open episode in this process's view -> {kind: the repeated call's hash}.
+# Filled when this process opens one and from the database at start and on each sweep; a stale
+# entry costs one harmless update, never a wrong answer.
+_watched: dict[int, dict[str, str]] = {}
 _loaded = False
 
 
 def watched_load() -> None:
     """Once per process: what is open already (one query)."""
-    global _loaded
     if not _loaded:
         watched_refresh()
 
@@ -43,10 +43,23 @@ def watched_forget() -> None:
 def watched_refresh() -> None:
     """What is open now, from the database (another process may have opened or ended it)."""
     global _loaded
-    open_ = Concern.objects.filter(ended_at__isnull=True, kind=ConcernKind.LOOPING)
+    open_ = Concern.objects.filter(ended_at__isnull=True)
     _loaded = True
     _watched.clear()
-    _watched.update(open_.values_list("agent_id", "input_hash"))
+    for agent_pk, kind, input_hash in open_.values_list("agent_id", "kind", "input_hash"):
+        _watched.setdefault(agent_pk, {})[kind] = input_hash
+
+
+def _watch(agent_pk: int, kind: str, input_hash: str = "") -> None:
+    _watched.setdefault(agent_pk, {})[kind] = input_hash
+
+
+def _unwatch(agent_pk: int, kinds) -> None:
+    open_ = _watched.get(agent_pk, {})
+    for kind in kinds:
+        open_.pop(kind, None)
+    if not open_:
+        _watched.pop(agent_pk, None)
 
 
 def loop_repeats() -> int:
@@ -54,21 +67,28 @@ def loop_repeats() -> int:
 
 
 def concerns_note(reports: list[StepReport], written: list[Changes]) -> None:
-    """After a batch's steps are stored (inside its transaction): end the looping episodes
-    that a healthy step ends, and open one for an agent whose last calls all failed alike."""
-    ending: dict[int, StepReport] = {}
+    """After a batch's steps are stored (inside its transaction): end the episodes that a
+    step ends (any step ends "stuck"; a call that succeeds, or another call, ends a loop), and
+    open a loop for an agent whose last calls all failed alike."""
+    ending: dict[int, tuple[StepReport, set[str]]] = {}
     failing: dict[int, StepReport] = {}
     for report in reports:
         if report.outcome == StepOutcome.FAILED and report.input_hash:
             failing[report.agent] = report
-        loop = _watched.get(report.agent)
+        open_ = _watched.get(report.agent)
+        if not open_:
+            continue
+        kinds = {ConcernKind.STUCK} & open_.keys()
+        loop = open_.get(ConcernKind.LOOPING)
         if loop is not None and (report.outcome == StepOutcome.OK or report.input_hash != loop):
-            ending[report.agent] = report
+            kinds.add(ConcernKind.LOOPING)
             failing.pop(report.agent, None)
-    for agent_pk, report in ending.items():
-        _end(agent_pk, report.session, report.at, "healthy step", written)
+        if kinds:
+            ending.setdefault(report.agent, (report, set()))[1].update(kinds)
+    for agent_pk, (report, kinds) in ending.items():
+        _end(agent_pk, report.session, report.at, "healthy step", written, kinds)
     for agent_pk, report in failing.items():
-        if agent_pk not in _watched:
+        if ConcernKind.LOOPING not in _watched.get(agent_pk, {}):
             _loop_check(report, written)
 
 
@@ -77,14 +97,15 @@ def concerns_end_for_stopped(stopped: dict[int, datetime], written: list[Changes
     for agent_pk, at in stopped.items():
         if agent_pk in _watched:
             session = Concern.objects.filter(agent_id=agent_pk).values_list("session_id")[:1]
-            _end(agent_pk, session[0][0] if session else None, at, "agent stopped", written)
+            kinds = set(_watched[agent_pk])
+            _end(agent_pk, session[0][0] if session else None, at, "agent stopped", written, kinds)
 
 
-def _end(agent_pk: int, session_pk: int | None, at: datetime, reason: str, written) -> None:
-    ended = Concern.objects.filter(agent_id=agent_pk, ended_at__isnull=True).update(
-        ended_at=at, end_reason=reason
-    )
-    _watched.pop(agent_pk, None)
+def _end(agent_pk: int, session_pk: int | None, at: datetime, reason: str, written, kinds) -> None:
+    ended = Concern.objects.filter(
+        agent_id=agent_pk, ended_at__isnull=True, kind__in=list(kinds)
+    ).update(ended_at=at, end_reason=reason)
+    _unwatch(agent_pk, kinds)
     if ended and session_pk is not None:
         _publish(written, agent_pk, session_pk)
 
@@ -122,7 +143,7 @@ def _loop_check(report: StepReport, written: list[Changes]) -> None:
             )
     except IntegrityError:
         concern = None  # another process opened it first: one episode, notified there
-    _watched[report.agent] = report.input_hash
+    _watch(report.agent, ConcernKind.LOOPING, report.input_hash)
     _publish(written, report.agent, report.session, opened=concern)
 
 
@@ -148,9 +169,62 @@ def concern_dismiss(*, concern_pk: int, by: str) -> Outcome[bool]:
     Concern.objects.filter(pk=concern_pk, ended_at__isnull=True).update(
         ended_at=now, end_reason=bounded_text(f"dismissed by {by}", 80)
     )
-    if concern.kind == ConcernKind.LOOPING:
-        _watched.pop(concern.agent_id, None)
+    _unwatch(concern.agent_id, [concern.kind])
     changes = Changes()
     changes.agents[concern.agent_id] = concern.session_id
     changes.inbox_sessions.add(concern.session_id)
     return Outcome(True, changes)
+
+
+@dataclass(frozen=True)
+class Found:
+    """An agent that the sweep finds needing a look now."""
+
+    agent: int
+    session: int
+    kind: str
+    since: datetime
+    detail: str
+
+
+def concerns_reconcile(found: list[Found], kinds: list[str]) -> Outcome[list[int]]:
+    """The sweep's write: open an episode for each agent found that has none of its kind open,
+    and end the open episodes of `kinds` whose agent is not found any more. Returns the pks of
+    the episodes opened."""
+    now = timezone.now()
+    changes = Changes()
+    wanted = {(f.agent, f.kind): f for f in found}
+    open_ = list(
+        Concern.objects.filter(ended_at__isnull=True, kind__in=kinds).values_list(
+            "pk", "agent_id", "session_id", "kind"
+        )
+    )
+    gone = [pk for pk, agent, _, kind in open_ if (agent, kind) not in wanted]
+    if gone:
+        Concern.objects.filter(pk__in=gone, ended_at__isnull=True).update(
+            ended_at=now, end_reason="moved on"
+        )
+        for pk, agent, session, _ in open_:
+            if pk in gone:
+                changes.agent(agent, session).inbox_sessions.add(session)
+    opened: list[int] = []
+    already = {(agent, kind) for _, agent, _, kind in open_}
+    for key, f in wanted.items():
+        if key in already:
+            continue
+        try:
+            with transaction.atomic():
+                concern = Concern.objects.create(
+                    agent_id=f.agent,
+                    session_id=f.session,
+                    kind=f.kind,
+                    since=f.since,
+                    detail=bounded_text(f.detail),
+                )
+        except IntegrityError:
+            continue  # another process opened it first
+        opened.append(concern.pk)
+        changes.agent(f.agent, f.session).inbox_sessions.add(f.session)
+    changes.opened_concerns.update(opened)
+    watched_refresh()
+    return Outcome(opened, changes)

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from dashboard.activity.models import Concern
+from dashboard.activity.models import Concern, Step
 from dashboard.models import Agent
 from planmode.inbox import inbox_count, inbox_items, waiting
 from tests.activity.conftest import load_fixture, tool_event
@@ -153,6 +153,17 @@ def test_real_client_sessions_replayed_raise_no_concern(hook, agent_api, setting
         payload = json.loads(path.read_text())
         assert agent_api.post("/hooks/codex", payload).status_code == 200, path.name
 
+    # opencode: the same command run three times, each succeeding, and one that failed once.
+    created = {"info": {"id": "ses_ok", "directory": "/work/shop", "title": ""}}
+    agent_api.post("/hooks/opencode", {"type": "session.created", "properties": created})
+    for n, status in enumerate(["completed", "completed", "error", "completed"]):
+        call = {"sessionID": "ses_ok", "callID": f"call_{n}", "tool": "bash"}
+        body = {**call, "input": {"command": "pytest -q"}}
+        for state in ("running", status):
+            props = {**body, "status": state, "error": "1 failed" if state == "error" else None}
+            agent_api.post("/hooks/opencode", {"type": "agentboard.tool", "properties": props})
+
+    assert Step.objects.filter(agent__agent_id="ses_ok").count() == 4
     assert not Concern.objects.exists()
     assert all(w.kind != "look" for w in waiting())
 

@@ -145,3 +145,28 @@ def test_step_limits_are_read_and_checked_at_start():
     for wrong in ("Bash", "Bash=soon", "Bash=0", "=60"):
         with pytest.raises(ImproperlyConfigured, match="TOOL=SECONDS"):
             step_limits(wrong)
+
+
+def test_a_stuck_agent_notifies_once_per_episode(hook, reviewer):
+    from dashboard.notifications.models import Delivery, Event, WebhookTarget
+
+    WebhookTarget.objects.create(
+        owner=reviewer,
+        name="chat",
+        kind=WebhookTarget.Kind.JSON,
+        url="https://hooks.example.com/T1/secret-part",
+        secret="s3cret",
+        events=[choice.value for choice in Event],
+        projects=[],
+        base_url="http://board.test",
+    )
+    working(hook)
+    age(11)
+    sweep()
+    sweep()
+
+    (delivery,) = Delivery.objects.all()
+    assert delivery.payload["title"] == (
+        "Needs a look — Stuck: no step while 'Store the theme in the settings context' is in "
+        "progress"
+    )

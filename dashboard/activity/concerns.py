@@ -101,6 +101,21 @@ def concerns_end_for_stopped(stopped: dict[int, datetime], written: list[Changes
             _end(agent_pk, session[0][0] if session else None, at, "agent stopped", written, kinds)
 
 
+def ended_sessions_watched(written: list[Changes]) -> set[int]:
+    """Sessions that ended in this batch, if any agent has an open episode (no query)."""
+    if not _watched:
+        return set()
+    return {pk for changes in written for pk in changes.ended_sessions}
+
+
+def concerns_end_for_sessions(sessions: set[int]) -> None:
+    """Sessions that ended: their agents' episodes end with them."""
+    rows = Concern.objects.filter(session_id__in=list(sessions), ended_at__isnull=True)
+    for agent_pk, kind in rows.values_list("agent_id", "kind"):
+        _unwatch(agent_pk, [kind])
+    rows.update(ended_at=timezone.now(), end_reason="session ended")
+
+
 def _end(agent_pk: int, session_pk: int | None, at: datetime, reason: str, written, kinds) -> None:
     ended = Concern.objects.filter(
         agent_id=agent_pk, ended_at__isnull=True, kind__in=list(kinds)

@@ -45,7 +45,8 @@ def steps_store(written: list[Changes]) -> None:
     interrupted: dict[int, datetime] = {}
     for changes in written:
         interrupted.update(changes.interrupted_agents)
-    if not reports and not interrupted:
+    ended = concerns.ended_sessions_watched(written)
+    if not reports and not interrupted and not ended:
         return
     # A savepoint: a failure here (logged by the writer) leaves the batch's writes whole.
     with transaction.atomic():
@@ -65,6 +66,8 @@ def steps_store(written: list[Changes]) -> None:
             concerns.concerns_note(reports, written)
         if interrupted:
             concerns.concerns_end_for_stopped(interrupted, written)
+        if ended:
+            concerns.concerns_end_for_sessions(ended)
 
 
 def _merged(reports: list[StepReport]) -> list[Step]:

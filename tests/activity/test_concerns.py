@@ -270,3 +270,12 @@ def test_a_loop_notifies_like_a_waiting_plan_once_per_episode(hook, user, review
     (item,) = browser.get(reverse("notify-waiting")).json()["items"]
     assert item["key"].startswith("look-")
     assert item["body"] == "Looping: `pytest -x` failed 3 times in a row"
+
+
+def test_a_loop_ends_with_its_session(hook):
+    hook(load_fixture("session_start.json"))
+    for n in range(3):
+        fail(hook, n)
+    hook(load_fixture("session_end.json"))
+
+    assert Concern.objects.get().ended_at is not None

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from dashboard.activity.concerns import Found, concerns_reconcile
+from dashboard.activity.concerns import Found, concerns_reconcile, watched_refresh
 from dashboard.activity.models import ConcernKind, Step, StepOutcome
 from dashboard.core.changes import Outcome
 from dashboard.models import Agent
@@ -123,14 +123,17 @@ def concerns_sweep() -> Outcome[list[int]]:
 
 
 async def sweep_concerns_forever() -> None:
-    """The server's sweep, every CONCERN_SWEEP_INTERVAL seconds while a kind is switched on."""
+    """The server's sweep, every CONCERN_SWEEP_INTERVAL seconds; it also refreshes which
+    agents have an open episode (another process may have opened it)."""
     from dashboard.core.writer import write
 
     while True:
         await asyncio.sleep(CONCERN_SWEEP_INTERVAL)
-        if settings.AGENTBOARD_STUCK_MINUTES <= 0 and not settings.AGENTBOARD_STEP_LIMITS:
-            continue
         try:
-            await write(concerns_sweep)
+            if settings.AGENTBOARD_STUCK_MINUTES <= 0 and not settings.AGENTBOARD_STEP_LIMITS:
+                # Still learn of loops another process opened: their next step ends them here.
+                await write(watched_refresh)
+            else:
+                await write(concerns_sweep)
         except Exception:
             logger.exception("could not sweep for stuck agents")

@@ -190,12 +190,14 @@ class AgentboardServer(Server):
 
     def _sweep_idle_sessions(self) -> None:
         from dashboard.activity.services import activity_prune_forever
+        from dashboard.board.concerns import sweep_concerns_forever
         from dashboard.board.idle import end_idle_sessions_forever, expire_orphans_forever
 
         # Kept on the server: the event loop holds only a weak reference to its tasks.
         self.idle_sweep = asyncio.get_event_loop().create_task(end_idle_sessions_forever())
         self.orphan_sweep = asyncio.get_event_loop().create_task(expire_orphans_forever())
         self.activity_pruning = asyncio.get_event_loop().create_task(activity_prune_forever())
+        self.concern_sweep = asyncio.get_event_loop().create_task(sweep_concerns_forever())
 
     def _deliver_notifications(self) -> None:
         from dashboard.notifications.worker import deliver_forever
@@ -243,6 +245,7 @@ class AgentboardServer(Server):
         self.idle_sweep.cancel()
         self.orphan_sweep.cancel()
         self.activity_pruning.cancel()
+        self.concern_sweep.cancel()
         # Deliveries being sent are freed for another process (or the next start) to send.
         self.notifier.cancel()
         for protocol in list(self.connections):

@@ -333,6 +333,42 @@ AGENTBOARD_ACTIVITY_DAYS = envfloat("AGENTBOARD_ACTIVITY_DAYS", 30.0)
 if AGENTBOARD_ACTIVITY_DAYS <= 0:
     raise ImproperlyConfigured("AGENTBOARD_ACTIVITY_DAYS must be more than 0.")
 
+# An agent that made the same failing call (same tool, same input) this many times in a row
+# needs a look: it shows with what waits on a person until its next healthy step.
+AGENTBOARD_LOOP_REPEATS = envint("AGENTBOARD_LOOP_REPEATS", 3)
+if AGENTBOARD_LOOP_REPEATS < 2:
+    raise ImproperlyConfigured("AGENTBOARD_LOOP_REPEATS must be 2 or more.")
+
+# An agent with a task in progress that made no step (and sent nothing) for this long, while
+# nothing of it waits on a person, is stuck; 0 turns this off.
+AGENTBOARD_STUCK_MINUTES = envfloat("AGENTBOARD_STUCK_MINUTES", 10.0)
+if AGENTBOARD_STUCK_MINUTES < 0:
+    raise ImproperlyConfigured("AGENTBOARD_STUCK_MINUTES must be 0 or more.")
+
+
+def step_limits(text: str) -> dict[str, float]:
+    """ "Bash=600,WebFetch=120": the longest a step of each tool may run, in seconds."""
+    limits: dict[str, float] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        tool, sep, seconds = part.partition("=")
+        try:
+            limit = float(seconds) if sep and tool.strip() else -1.0
+        except ValueError:
+            limit = -1.0
+        if limit <= 0:
+            raise ImproperlyConfigured(
+                f"AGENTBOARD_STEP_LIMITS: {part.strip()!r} is not TOOL=SECONDS with more than 0 "
+                "seconds; write it like Bash=600,WebFetch=120."
+            )
+        limits[tool.strip()] = limit
+    return limits
+
+
+# A step of one of these tools running longer than its limit (seconds) needs a look; empty: off.
+AGENTBOARD_STEP_LIMITS = step_limits(os.environ.get("AGENTBOARD_STEP_LIMITS", ""))
+
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
 LOGGING = {

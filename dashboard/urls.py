@@ -16,6 +16,7 @@ urlpatterns = [
     path("sessions/<str:session_id>/", views.session_board, name="session-board"),
     path("sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"),
     path("continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"),
+    path("concerns/<int:pk>/dismiss/", views.concern_dismiss_view, name="concern-dismiss"),
     path("plans/", include("planmode.urls")),
     path("inbox/", include("planmode.inbox_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

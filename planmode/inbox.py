@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import F, Q, QuerySet, Value
 
+from dashboard.activity.models import Concern, ConcernKind
 from dashboard.models import Agent, Session
 from planmode import rules
 from planmode.models import (
@@ -45,7 +46,7 @@ class Suggestion:
 
 @dataclass
 class InboxItem:
-    kind: str  # "plan", "permission", "countdown" or "terminal"
+    kind: str  # "plan", "permission", "countdown", "terminal" or "look"
     pk: int
     since: datetime
     session: Session
@@ -55,6 +56,7 @@ class InboxItem:
     view: RequestView | None = None
     countdown: Continuation | None = None
     wait: TerminalWait | None = None
+    concern: Concern | None = None
     identical: int = 1  # pending requests with the same tool and input, this one included
     suggestions: tuple[Suggestion, ...] = ()
     pattern: str = ""  # the editable "always allow" pattern, this request and no wider
@@ -80,6 +82,9 @@ class InboxItem:
         if self.kind == "permission":
             assert self.view is not None
             return self.view.tool
+        if self.kind == "look":
+            assert self.concern is not None
+            return CONCERN_WORDS[self.concern.kind]
         return {"plan": "Plan", "countdown": "Continuation", "terminal": "Terminal"}[self.kind]
 
     @property
@@ -95,6 +100,9 @@ class InboxItem:
             assert self.countdown is not None
             left = self.countdown.unfinished
             return f"{left} task{'' if left == 1 else 's'} left"
+        if self.kind == "look":
+            assert self.concern is not None
+            return self.concern.detail
         return self.terminal_words
 
     @property
@@ -111,10 +119,11 @@ class InboxCount:
     permissions: int = 0
     countdowns: int = 0
     terminals: int = 0
+    looks: int = 0
 
     @property
     def total(self) -> int:
-        return self.plans + self.permissions + self.countdowns + self.terminals
+        return self.plans + self.permissions + self.countdowns + self.terminals + self.looks
 
     @property
     def label(self) -> str:
@@ -130,6 +139,7 @@ class InboxCount:
             (self.permissions, "permission request", "permission requests"),
             (self.countdowns, "countdown", "countdowns"),
             (self.terminals, "agent waiting in its terminal", "agents waiting in their terminal"),
+            (self.looks, "agent needs a look", "agents need a look"),
         ]
         return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in named if n)
 
@@ -180,13 +190,29 @@ def _terminal_waits(audience: int | None):
     )
 
 
+def _concerns(audience: int | None):
+    """Open episodes of agents that need a look (stuck, looping), in running sessions."""
+    return Concern.objects.filter(
+        Q() if audience is None else Q(session__owner_id=audience),
+        ended_at__isnull=True,
+        session__ended_at__isnull=True,
+    )
+
+
+CONCERN_WORDS = {
+    ConcernKind.LOOPING: "Looping",
+    ConcernKind.STUCK: "Stuck",
+    ConcernKind.OVERLONG: "Running long",
+}
+
+
 # --- the one definition of "waiting on a person" ------------------------------------------------
 #
 # Every surface that says what waits (the header count and the tab title, the overview's pinned
 # rows and its filter, the board's banner, the agent's card, the inbox, notifications) reads it
 # from `waiting()`: one query, whichever kinds there are. A new kind of waiting is added there.
 
-KINDS = ("plan", "permission", "countdown", "terminal")
+KINDS = ("plan", "permission", "countdown", "terminal", "look")
 
 
 @dataclass(frozen=True)
@@ -214,6 +240,7 @@ def _sources(audience: int | None) -> list[QuerySet]:
         _as_waiting(_pending_requests(audience), "permission", "requested_at", "session_id"),
         _as_waiting(_countdowns(audience), "countdown", "created_at", "agent__session_id"),
         _as_waiting(_terminal_waits(audience), "terminal", "since", "agent__session_id"),
+        _as_waiting(_concerns(audience), "look", "since", "session_id"),
     ]
 
 
@@ -246,6 +273,7 @@ def count_of(waits: Sequence[Waiting]) -> InboxCount:
         permissions=kinds["permission"],
         countdowns=kinds["countdown"],
         terminals=kinds["terminal"],
+        looks=kinds["look"],
     )
 
 
@@ -274,6 +302,7 @@ def items_of(waits: Sequence[Waiting]) -> list[InboxItem]:
     requests = _load(PermissionRequest.objects.select_related(*_RELATED), pks["permission"])
     countdowns = _load(Continuation.objects.select_related(*_AGENT_RELATED), pks["countdown"])
     terminals = _load(TerminalWait.objects.select_related(*_AGENT_RELATED), pks["terminal"])
+    concerns = _load(Concern.objects.select_related(*_RELATED), pks["look"])
     identical = Counter(request.input_key for request in requests.values())
     items = []
     for wait in waits:
@@ -294,6 +323,12 @@ def items_of(waits: Sequence[Waiting]) -> list[InboxItem]:
             agent = terminal.agent
             items.append(
                 InboxItem("terminal", wait.pk, wait.since, agent.session, agent, wait=terminal)
+            )
+        elif (concern := concerns.get(wait.pk)) and wait.kind == "look":
+            items.append(
+                InboxItem(
+                    "look", wait.pk, wait.since, concern.session, concern.agent, concern=concern
+                )
             )
     return items
 

@@ -172,6 +172,16 @@ def writer_and_render_connections_closed(django_db_setup):
 
 
 @pytest.fixture(autouse=True)
+def concerns_read_again():
+    """Each test's database starts without open concerns: this process reads them again."""
+    from dashboard.activity.concerns import watched_forget
+
+    watched_forget()
+    yield
+    watched_forget()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings) -> None:
     # Real hashing costs a quarter of a second per user; these tests are not about it.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -62,3 +62,42 @@ class Step(models.Model):
         if self.ended_at is None:
             return None
         return max(0.0, (self.ended_at - self.started_at).total_seconds())
+
+
+class ConcernKind(models.TextChoices):
+    STUCK = "stuck", "stuck"
+    LOOPING = "looping", "looping"
+    OVERLONG = "overlong", "overlong"
+
+
+class Concern(models.Model):
+    """An episode of an agent that needs a look: the same failing call again and again
+    (looping), no step for long while a task is in progress (stuck), a step running past its
+    tool's limit (overlong). Open while `ended_at` is null; at most one open per agent and kind.
+    It ends at the agent's next healthy step, when the agent stops, or when someone dismisses
+    it; a later episode is a new row."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="concerns")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="concerns")
+    kind = models.CharField(max_length=12, choices=ConcernKind.choices)
+    since = models.DateTimeField()
+    # What a person reads, bounded plain text ("`pytest -x` failed 3 times in a row").
+    detail = models.CharField(max_length=SUMMARY_CHARS, blank=True)
+    # The repeated call of a loop: the same call again does not end it, another one does.
+    input_hash = models.CharField(max_length=32, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # "healthy step", "agent stopped", "dismissed by <name>".
+    end_reason = models.CharField(max_length=80, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "kind"],
+                condition=models.Q(ended_at__isnull=True),
+                name="one_open_concern_per_agent_and_kind",
+            )
+        ]
+        indexes = [models.Index(fields=["ended_at", "session"], name="concern_open")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.detail}"[:80]

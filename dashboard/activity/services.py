@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.activity import concerns
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome, StepReport
@@ -44,7 +45,8 @@ def steps_store(written: list[Changes]) -> None:
     interrupted: dict[int, datetime] = {}
     for changes in written:
         interrupted.update(changes.interrupted_agents)
-    if not reports and not interrupted:
+    ended = concerns.ended_sessions_watched(written)
+    if not reports and not interrupted and not ended:
         return
     # A savepoint: a failure here (logged by the writer) leaves the batch's writes whole.
     with transaction.atomic():
@@ -59,6 +61,13 @@ def steps_store(written: list[Changes]) -> None:
             Step.objects.filter(
                 agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
             ).update(outcome=StepOutcome.INTERRUPTED, ended_at=at)
+        concerns.watched_load()
+        if reports:
+            concerns.concerns_note(reports, written)
+        if interrupted:
+            concerns.concerns_end_for_stopped(interrupted, written)
+        if ended:
+            concerns.concerns_end_for_sessions(ended)
 
 
 def _merged(reports: list[StepReport]) -> list[Step]:

@@ -70,6 +70,8 @@ class Changes:
     # agents that stopped or took a new prompt: their steps still running were interrupted.
     steps: list[StepReport] = field(default_factory=list)
     interrupted_agents: dict[int, datetime] = field(default_factory=dict)
+    # For notifications: episodes of an agent needing a look (a loop) that began.
+    opened_concerns: set[int] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return any(
@@ -116,6 +118,7 @@ class Changes:
         self.ended_sessions |= other.ended_sessions
         self.steps += other.steps
         self.interrupted_agents.update(other.interrupted_agents)
+        self.opened_concerns |= other.opened_concerns
         return self
 
     def step(self, report: StepReport) -> Changes:

@@ -17,6 +17,9 @@ class NotificationsConfig(AppConfig):
         # A write's notifications commit with it (enqueueing runs no query).
         if outbox.enqueue not in writer.within_write:
             writer.within_write.append(outbox.enqueue)
+        # An agent found to need a look when its batch's steps were stored (after them).
+        if outbox.enqueue_batch not in writer.within_batch:
+            writer.within_batch.append(outbox.enqueue_batch)
         # Its devices and webhook targets on the settings page.
         if settings_context not in SETTINGS_SECTIONS:
             SETTINGS_SECTIONS.append(settings_context)

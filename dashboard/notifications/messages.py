@@ -15,8 +15,10 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.activity.models import Concern
 from dashboard.models import Agent, Session
 from dashboard.notifications.models import Event
+from planmode.inbox import CONCERN_WORDS
 from planmode.models import PermissionRequest, Plan
 from planmode.tool_display import describe
 from todos.models import Continuation
@@ -145,6 +147,23 @@ def permission_notice(request: PermissionRequest) -> Notice | None:
             payload,
         )
     return None
+
+
+def concern_notice(concern: Concern) -> Notice:
+    """An agent needs a look (a loop): notified once per episode, like a waiting plan."""
+    what = CONCERN_WORDS.get(concern.kind, concern.kind)
+    payload = _payload(
+        event=Event.WAITING,
+        kind="look",
+        pk=concern.pk,
+        session=concern.session,
+        agent=concern.agent,
+        title=f"Needs a look — {what}: {concern.detail}",
+        excerpt=concern.detail,
+        path=reverse("session-board", args=[concern.session.session_id]),
+        concern=concern.kind,
+    )
+    return Notice(Event.WAITING, f"concern:{concern.pk}", concern.session, None, payload)
 
 
 def continuation_notice(continuation: Continuation) -> Notice:

@@ -20,11 +20,13 @@ from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.db.models import Q
 
+from dashboard.activity.models import Concern
 from dashboard.core.changes import Changes
 from dashboard.core.sql import any_row
 from dashboard.models import Session
 from dashboard.notifications.messages import (
     Notice,
+    concern_notice,
     continuation_notice,
     permission_notice,
     plan_notice,
@@ -62,6 +64,7 @@ def notifiable(changes: Changes) -> bool:
         or changes.begun_continuations
         or changes.stopped_unfinished
         or changes.ended_sessions
+        or changes.opened_concerns
     )
 
 
@@ -88,6 +91,15 @@ def enqueue(changes: Changes) -> int:
     return len(rows)
 
 
+def enqueue_batch(written: list[Changes]) -> int:
+    """The writer's per-batch step, after the batch's steps were stored: an agent that began
+    to need a look (a loop, found then) notifies like a waiting plan, once per episode."""
+    opened = set().union(*(changes.opened_concerns for changes in written)) if written else set()
+    if not opened:
+        return 0
+    return enqueue(Changes(opened_concerns=opened))
+
+
 def _notices(changes: Changes) -> Iterable[Notice]:
     related = ("session", "session__owner", "agent", "agent__session", "decided_by")
     if changes.plans:
@@ -110,6 +122,10 @@ def _notices(changes: Changes) -> Iterable[Notice]:
         ):
             if continuation.status in {Continuation.Status.COUNTING, Continuation.Status.SKIPPED}:
                 yield continuation_notice(continuation)
+    if changes.opened_concerns:
+        concerns = Concern.objects.filter(pk__in=changes.opened_concerns, ended_at__isnull=True)
+        for concern in concerns.select_related("session", "session__owner", "agent"):
+            yield concern_notice(concern)
     if changes.ended_sessions:
         for session in Session.objects.filter(
             pk__in=changes.ended_sessions, ended_at__isnull=False

@@ -261,6 +261,7 @@ WANTS = {
     "permission": "asks to use a tool",
     "countdown": "will be continued unless you cancel",
     "terminal": "waits for you in its terminal",
+    "look": "needs a look",
     "stopped": "stopped with tasks left",
 }
 # How long an agent that stopped with tasks left stays worth a desktop notification.
@@ -280,6 +281,9 @@ def waiting(request: HttpRequest) -> JsonResponse:
         elif item.kind == "permission" and item.view:
             what = f"{item.view.tool}: {item.view.headline}"
             url = reverse("inbox-request", args=[item.pk])
+        elif item.kind == "look":
+            what = f"{item.what}: {item.summary}"
+            url = reverse("session-board", args=[item.session.session_id])
         else:
             what = WANTS.get(item.kind, "waits for you")
             url = reverse("session-board", args=[item.session.session_id])

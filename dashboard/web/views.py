@@ -16,6 +16,8 @@ from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from dashboard.activity.concerns import concern_dismiss
+from dashboard.activity.models import Concern
 from dashboard.board import selectors
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
@@ -103,6 +105,26 @@ async def continuation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     if not await Continuation.objects.filter(pk=pk).aexists():
         raise Http404("No such countdown.")
     await write(enforcer.continuation_cancel, continuation_pk=pk, by=user.get_username())
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_POST
+async def concern_dismiss_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Dismiss an agent that needs a look (a loop): for a reviewer or the session's owner, as
+    answering one of its permission requests is."""
+    user = await request.auser()
+    concern = await Concern.objects.filter(pk=pk).select_related("session").afirst()
+    if concern is None:
+        raise Http404("No such agent to look at.")
+    if concern.session.owner_id != user.pk and not await user.ahas_perm("planmode.review_plan"):
+        return HttpResponse(
+            "Only reviewers, or the person whose session it is, can dismiss this; "
+            "ask an admin for the review permission.",
+            status=403,
+            content_type="text/plain",
+        )
+    await write(concern_dismiss, concern_pk=pk, by=user.get_username())
     return HttpResponse(status=204)
 
 

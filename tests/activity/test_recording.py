@@ -174,6 +174,7 @@ def _run_batch(jobs: list[_Job]) -> list[dict]:
 
 def test_a_batch_stores_all_its_steps_in_one_statement_whatever_their_number(hook, user):
     hook(load_fixture("session_start.json"))  # the agent is known from here on
+    _run_batch(_step_jobs(user, 2, prefix="warm"))  # open loops are read once per process
 
     few = _run_batch(_step_jobs(user, 4, prefix="few"))
     many = _run_batch(_step_jobs(user, 60, prefix="many"))

@@ -1,0 +1,172 @@
+"""The sweep for agents that need a look without a step saying so: stuck (a task in progress,
+no step for long, nothing waiting on a person) and running long (a step past its tool's limit).
+Each is one episode, notified once, ended when the agent moves on."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
+
+from dashboard.activity.models import Concern, Step
+from dashboard.board.concerns import concerns_sweep
+from dashboard.core.writer import write_sync
+from dashboard.models import Agent, Session
+from dashboard.settings import step_limits
+from planmode.inbox import inbox_items, waiting
+from tests.activity.conftest import load_fixture, tool_event
+
+pytestmark = pytest.mark.django_db
+
+
+def sweep() -> list[int]:
+    return write_sync(concerns_sweep).value
+
+
+def age(minutes: float) -> None:
+    """Everything the agents did happened `minutes` earlier."""
+    back = timedelta(minutes=minutes)
+    for agent in Agent.objects.all():
+        Agent.objects.filter(pk=agent.pk).update(last_seen_at=agent.last_seen_at - back)
+    for step in Step.objects.all():
+        Step.objects.filter(pk=step.pk).update(
+            started_at=step.started_at - back,
+            ended_at=step.ended_at - back if step.ended_at else None,
+        )
+
+
+def working(hook) -> None:
+    """An agent with a task in progress ("Store the theme in the settings context")."""
+    hook(load_fixture("session_start.json"))
+    hook(load_fixture("post_tool_use_todowrite.json"))
+
+
+def test_an_agent_quiet_for_long_with_a_task_in_progress_is_stuck_once(hook):
+    working(hook)
+    assert sweep() == []
+    age(11)
+
+    assert len(sweep()) == 1
+    assert sweep() == []  # the same episode
+    (concern,) = Concern.objects.all()
+    assert concern.kind == "stuck"
+    assert concern.detail == (
+        "no step while 'Store the theme in the settings context' is in progress"
+    )
+    (item,) = inbox_items(None)
+    assert (item.kind, item.what) == ("look", "Stuck")
+
+    # Its next step ends it at once; a later quiet spell is a new episode.
+    hook(tool_event("PreToolUse", "toolu_next"))
+    hook(tool_event("PostToolUse", "toolu_next", tool_response={}))
+    concern.refresh_from_db()
+    assert concern.ended_at is not None
+    assert sweep() == []
+    age(11)
+    assert len(sweep()) == 1
+    assert Concern.objects.count() == 2
+
+
+def test_the_stuck_minutes_are_a_setting_and_zero_is_off(hook, settings):
+    working(hook)
+    age(11)
+    settings.AGENTBOARD_STUCK_MINUTES = 20
+    assert sweep() == []
+    settings.AGENTBOARD_STUCK_MINUTES = 0
+    age(30)
+    assert sweep() == []
+
+
+def test_not_stuck_while_waiting_on_a_person(hook):
+    working(hook)
+    hook(load_fixture("notification_idle.json"))  # waiting for its developer in its terminal
+    age(30)
+
+    assert sweep() == []
+    assert [w.kind for w in waiting()] == ["terminal"]
+
+
+def test_not_stuck_without_a_task_in_progress_or_once_its_session_ended(hook):
+    hook(load_fixture("session_start.json"))
+    age(30)
+    assert sweep() == []
+
+    hook(load_fixture("post_tool_use_todowrite.json"))
+    age(30)
+    Session.objects.update(ended_at=timezone.now())
+    assert sweep() == []
+
+
+def test_a_stuck_agent_that_moved_on_otherwise_is_cleared_by_the_next_sweep(hook):
+    working(hook)
+    age(11)
+    sweep()
+    hook(load_fixture("notification_idle.json"))  # now a person is asked
+
+    sweep()
+    assert Concern.objects.get().end_reason == "moved on"
+    assert [w.kind for w in waiting()] == ["terminal"]
+
+
+def test_a_step_running_past_its_tools_limit_runs_long_once(hook, settings):
+    settings.AGENTBOARD_STEP_LIMITS = {"Bash": 600.0}
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "toolu_long"))
+    assert sweep() == []
+    age(11)
+
+    assert len(sweep()) == 1
+    assert sweep() == []
+    (concern,) = Concern.objects.all()
+    assert concern.kind == "overlong"
+    assert concern.detail == (
+        "`npm run test -- --watch=false` has run longer than the Bash limit of 10 min"
+    )
+
+    hook(tool_event("PostToolUse", "toolu_long", tool_response={}))
+    sweep()
+    concern.refresh_from_db()
+    assert concern.ended_at is not None
+    assert waiting() == []
+
+
+def test_tools_without_a_limit_run_as_long_as_they_like(hook, settings):
+    settings.AGENTBOARD_STEP_LIMITS = {"WebFetch": 60.0}
+    hook(tool_event("PreToolUse", "toolu_long"))
+    age(60)
+    assert sweep() == []
+
+
+def test_step_limits_are_read_and_checked_at_start():
+    assert step_limits("Bash=600, WebFetch=120") == {"Bash": 600.0, "WebFetch": 120.0}
+    assert step_limits("") == {}
+    for wrong in ("Bash", "Bash=soon", "Bash=0", "=60"):
+        with pytest.raises(ImproperlyConfigured, match="TOOL=SECONDS"):
+            step_limits(wrong)
+
+
+def test_a_stuck_agent_notifies_once_per_episode(hook, reviewer):
+    from dashboard.notifications.models import Delivery, Event, WebhookTarget
+
+    WebhookTarget.objects.create(
+        owner=reviewer,
+        name="chat",
+        kind=WebhookTarget.Kind.JSON,
+        url="https://hooks.example.com/T1/secret-part",
+        secret="s3cret",
+        events=[choice.value for choice in Event],
+        projects=[],
+        base_url="http://board.test",
+    )
+    working(hook)
+    age(11)
+    sweep()
+    sweep()
+
+    (delivery,) = Delivery.objects.all()
+    assert delivery.payload["title"] == (
+        "Needs a look — Stuck: no step while 'Store the theme in the settings context' is in "
+        "progress"
+    )

@@ -144,7 +144,7 @@ def _loop_check(report: StepReport, written: list[Changes]) -> None:
         agent_id=report.agent, kind=ConcernKind.LOOPING, ended_at__gte=last[-1][2]
     ).exists():
         return
-    what = f"`{report.summary}`" if report.summary else report.tool_name
+    what = f"“{report.summary}”" if report.summary else report.tool_name
     detail = bounded_text(f"{what} failed {repeats} times in a row")
     try:
         with transaction.atomic():

@@ -81,7 +81,7 @@ class Concern(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="concerns")
     kind = models.CharField(max_length=12, choices=ConcernKind.choices)
     since = models.DateTimeField()
-    # What a person reads, bounded plain text ("`pytest -x` failed 3 times in a row").
+    # What a person reads, bounded plain text ("“pytest -x” failed 3 times in a row").
     detail = models.CharField(max_length=SUMMARY_CHARS, blank=True)
     # The repeated call of a loop: the same call again does not end it, another one does.
     input_hash = models.CharField(max_length=32, blank=True)

@@ -104,7 +104,7 @@ def _overlong(now) -> list[Found]:
     for agent, session, tool, summary, started in steps:
         if agent in found:
             continue
-        what = f"`{summary}`" if summary else tool
+        what = f"“{summary}”" if summary else tool
         limit = _minutes(limits[tool])
         detail = f"{what} has run longer than the {tool} limit of {limit}"
         found[agent] = Found(agent, session, ConcernKind.OVERLONG, started, detail)

@@ -52,7 +52,7 @@ def test_the_same_failing_call_three_times_is_one_loop_that_joins_the_one_count(
     (concern,) = Concern.objects.all()
     assert concern.kind == "looping"
     assert concern.ended_at is None
-    assert concern.detail == "`pytest -x` failed 3 times in a row"
+    assert concern.detail == "“pytest -x” failed 3 times in a row"
 
     # Failing again is the same episode.
     fail(hook, 4)
@@ -65,7 +65,7 @@ def test_the_same_failing_call_three_times_is_one_loop_that_joins_the_one_count(
     assert (count.total, count.label) == (1, "1 waiting on you")
     assert count.parts == "1 agent needs a look"
     (item,) = inbox_items(None)
-    assert (item.what, item.summary) == ("Looping", "`pytest -x` failed 3 times in a row")
+    assert (item.what, item.summary) == ("Looping", "“pytest -x” failed 3 times in a row")
 
 
 def test_the_next_healthy_step_ends_the_episode_and_a_later_loop_is_a_new_one(hook):
@@ -227,7 +227,7 @@ def test_a_loop_shows_on_the_board_card_inbox_and_overview(hook, user):
     assert "needs a look" in board
     assert "/dismiss/" in board
     inbox = browser.get("/inbox/").content.decode()
-    assert "Looping: `pytest -x` failed 3 times in a row" in inbox
+    assert "Looping: “pytest -x” failed 3 times in a row" in inbox
     overview = browser.get("/").content.decode()
     assert "Needs a look" in overview
     assert "1 waiting on you" in overview
@@ -257,7 +257,7 @@ def test_a_loop_notifies_like_a_waiting_plan_once_per_episode(hook, user, review
     assert delivery.event == "waiting"
     assert delivery.payload["kind"] == "look"
     assert delivery.payload["title"] == (
-        "Needs a look — Looping: `pytest -x` failed 3 times in a row"
+        "Needs a look — Looping: “pytest -x” failed 3 times in a row"
     )
     assert delivery.payload["path"] == f"/sessions/{Agent.objects.get().session.session_id}/"
 
@@ -269,7 +269,7 @@ def test_a_loop_notifies_like_a_waiting_plan_once_per_episode(hook, user, review
     browser = _browser(user)
     (item,) = browser.get(reverse("notify-waiting")).json()["items"]
     assert item["key"].startswith("look-")
-    assert item["body"] == "Looping: `pytest -x` failed 3 times in a row"
+    assert item["body"] == "Looping: “pytest -x” failed 3 times in a row"
 
 
 def test_a_loop_ends_with_its_session(hook):

@@ -122,7 +122,7 @@ def test_a_step_running_past_its_tools_limit_runs_long_once(hook, settings):
     (concern,) = Concern.objects.all()
     assert concern.kind == "overlong"
     assert concern.detail == (
-        "`npm run test -- --watch=false` has run longer than the Bash limit of 10 min"
+        "“npm run test -- --watch=false” has run longer than the Bash limit of 10 min"
     )
 
     hook(tool_event("PostToolUse", "toolu_long", tool_response={}))

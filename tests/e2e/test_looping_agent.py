@@ -63,7 +63,7 @@ def test_a_looping_agent_shows_everywhere_and_dismiss_clears_it(
     banner = page.locator("#session-attention [data-wait=look]")
     banner.wait_for()
     assert "needs a look" in banner.inner_text()
-    assert "`pytest -x tests/api` failed 3 times in a row" in banner.inner_text()
+    assert "“pytest -x tests/api” failed 3 times in a row" in banner.inner_text()
     card = page.locator(".card-waiting[data-wait=look]")
     assert "Needs a look" in card.first.inner_text()
     screenshot(page, f"looping-board-{name}")
@@ -71,7 +71,7 @@ def test_a_looping_agent_shows_everywhere_and_dismiss_clears_it(
     page.goto(f"{server.url}/inbox/")
     item = page.locator("[data-inbox-item][data-kind=look]")
     item.wait_for()
-    assert "Looping: `pytest -x tests/api` failed 3 times in a row" in item.inner_text()
+    assert "Looping: “pytest -x tests/api” failed 3 times in a row" in item.inner_text()
     screenshot(page, f"looping-inbox-{name}")
 
     page.goto(f"{server.url}/sessions/{SESSION}/")

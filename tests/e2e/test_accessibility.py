@@ -4,7 +4,9 @@ it leaves in tests/e2e/screenshots/ are the ones to look at after a change of th
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from dataclasses import dataclass
 
 import pytest
@@ -50,6 +52,27 @@ def serve(html: str):
     return fulfill
 
 
+class HeldThroughTheTest(HeldHook):
+    """A held request that outlasts every visit (the test takes minutes); the server stops
+    first, which ends the wait."""
+
+    def run(self) -> None:
+        request = urllib.request.Request(
+            f"{self.server.url}/hooks/claude-code",
+            data=json.dumps(self.body).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.server.token}",
+                "Content-Type": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=1800) as response:
+                response.read()
+        except OSError:
+            pass
+
+
 @pytest.fixture
 def board(agentboard_server, chromium):
     """A seeded board with a plan waiting, a rejected revision with comments and its revised
@@ -63,7 +86,7 @@ def board(agentboard_server, chromium):
     seed.seed_revision(page, agentboard_server, seeded)
     context.close()
     # The visited board's agent is held on a Bash request: its banner answers it in place.
-    held = HeldHook(
+    held = HeldThroughTheTest(
         agentboard_server,
         payload("permission_request_bash.json", session_id=seeded.session_ids[-3]),
     )

@@ -151,7 +151,9 @@ def permission_request_open(
         Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
         agent.awaiting_plan = True
     # The agent's card, its session's row and its board's banner say what it waits for.
-    changes = Changes(permission_requests={request.pk}).agent(agent.pk, agent.session_id)
+    changes = Changes(permission_requests={request.pk}, inbox_sessions={agent.session_id}).agent(
+        agent.pk, agent.session_id
+    )
     return RequestChange(request, changes)
 
 
@@ -223,6 +225,7 @@ def _changes(decided: list[PermissionRequest]) -> Changes:
     )
     for request in decided:
         changes.agent(request.agent_id, request.session_id)
+        changes.inbox_sessions.add(request.session_id)
     return changes
 
 

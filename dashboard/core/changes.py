@@ -58,8 +58,9 @@ class Changes:
     permission_requests: set[int] = field(default_factory=set)
     # Permission requests that left pending, with the state their held hooks are told.
     decided_permissions: dict[int, dict[str, Any]] = field(default_factory=dict)
-    # Sessions with another change to what waits on a person (a countdown began or ended, an
-    # agent began or stopped waiting in its terminal): the inbox and its counts.
+    # Sessions whose waits on a person changed (a request arrived or was answered, a countdown
+    # began or ended, an agent began or stopped waiting in its terminal): the inbox, its counts
+    # and the board's banner.
     inbox_sessions: set[int] = field(default_factory=set)
     # For notifications (they re-render nothing themselves): continuation countdowns that
     # began, continuations that let an agent stop with unfinished tasks, sessions that ended.

@@ -490,11 +490,8 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                 parts[inbox_group(audience)].append(render_inbox(audience))
     # The banner of each board whose waits changed (a plan, a permission request, a countdown,
     # a terminal wait): only then, so that a todo write never takes the focus off its buttons.
-    waits_changed = (
-        {plan.session_id for plan in plans} | due.inbox_sessions | _sessions_of(due)
-        if due.inbox
-        else set()
-    )
+    # (Permission requests name their sessions in `inbox_sessions`, as waits of other kinds do.)
+    waits_changed = {plan.session_id for plan in plans} | due.inbox_sessions if due.inbox else set()
     for session_pk in sorted(waits_changed):
         if shown(session_group(session_pk)):
             summary = summaries.get(session_pk)
@@ -526,19 +523,6 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment(group, "".join(html))) for group, html in parts.items()]
-
-
-def _sessions_of(due: Due) -> set[int]:
-    """The sessions of the permission requests in `due` (one query, only if there are any)."""
-    from planmode.models import PermissionRequest
-
-    if not due.permission_requests:
-        return set()
-    return set(
-        PermissionRequest.objects.filter(pk__in=due.permission_requests).values_list(
-            "session_id", flat=True
-        )
-    )
 
 
 def render_plans_waiting(audience: int | None = None) -> str:

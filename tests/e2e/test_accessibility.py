@@ -5,7 +5,6 @@ it leaves in tests/e2e/screenshots/ are the ones to look at after a change of th
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from dataclasses import dataclass
 
@@ -84,17 +83,15 @@ def board(agentboard_server, chromium):
     page = context.new_page()
     login(page, agentboard_server)
     seed.seed_revision(page, agentboard_server, seeded)
-    context.close()
     # The visited board's agent is held on a Bash request: its banner answers it in place.
     held = HeldThroughTheTest(
         agentboard_server,
         payload("permission_request_bash.json", session_id=seeded.session_ids[-3]),
     )
     held.start()
-    query = "SELECT COUNT(*) FROM planmode_permissionrequest"
-    deadline = time.monotonic() + 20
-    while agentboard_server.query(query)[0][0] == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    page.goto(f"{agentboard_server.url}/sessions/{seeded.session_ids[-3]}/")
+    page.wait_for_selector("#session-attention [data-wait=permission]")
+    context.close()
     return seeded
 
 

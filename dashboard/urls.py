@@ -10,10 +10,16 @@ from dashboard.integrations.opencode.views import opencode_hook
 from dashboard.notifications import views as notify_views
 from dashboard.web import api_docs, views
 from dashboard.web.api import api
+from dashboard.web.timeline import session_timeline_page
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("sessions/<str:session_id>/", views.session_board, name="session-board"),
+    path(
+        "sessions/<str:session_id>/timeline/",
+        session_timeline_page,
+        name="session-timeline",
+    ),
     path("sessions/<str:session_id>/enforcer/", views.session_enforcer, name="session-enforcer"),
     path("continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"),
     path("concerns/<int:pk>/dismiss/", views.concern_dismiss_view, name="concern-dismiss"),
@@ -38,3 +44,5 @@ urlpatterns = [
     path("hooks/codex", codex_hook, name="codex-hook"),
     path("hooks/opencode", opencode_hook, name="opencode-hook"),
 ]
+
+handler400 = "dashboard.web.views.bad_request"

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
+from django.utils import timezone
 
 from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
 
@@ -14,6 +17,29 @@ class StepOutcome(models.TextChoices):
     FAILED = "failed", "failed"
     DENIED = "denied", "denied"
     INTERRUPTED = "interrupted", "interrupted"
+
+
+OUTCOME_WORDS = {
+    StepOutcome.RUNNING: "running",
+    StepOutcome.OK: "done",
+    StepOutcome.FAILED: "failed",
+    StepOutcome.DENIED: "denied",
+    StepOutcome.INTERRUPTED: "interrupted",
+}
+
+
+def duration_text(seconds: float) -> str:
+    """ "0.4 s", "12 s", "3 min 5 s", "1 h 12 min"."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, rest = divmod(whole // 60, 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
 class Step(models.Model):
@@ -62,6 +88,19 @@ class Step(models.Model):
         if self.ended_at is None:
             return None
         return max(0.0, (self.ended_at - self.started_at).total_seconds())
+
+    @property
+    def outcome_words(self) -> str:
+        return OUTCOME_WORDS.get(self.outcome, self.outcome)
+
+    def took_at(self, now: datetime) -> str:
+        """How long it took, or has been running at `now`."""
+        end = self.ended_at or now
+        return duration_text(max(0.0, (end - self.started_at).total_seconds()))
+
+    @property
+    def took(self) -> str:
+        return self.took_at(timezone.now())
 
 
 class ConcernKind(models.TextChoices):

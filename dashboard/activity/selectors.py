@@ -166,9 +166,11 @@ def session_steps(
     tool: str | None = None,
     failures_only: bool = False,
     limit: int = PAGE_SIZE,
+    newest_first: bool = False,
 ) -> StepPage:
-    """A session's steps in the order they started, a page at a time (keyset: the cursor is
-    the last step's start and id, so a page costs the same on the first day and after a year)."""
+    """A session's steps in the order they started (or the newest first), a page at a time
+    (keyset: the cursor is the last step's start and id, so a page costs the same on the first
+    day and after a year)."""
     limit = max(1, min(limit, MAX_PAGE_SIZE))
     steps = Step.objects.filter(session=session).select_related("agent")
     if agent_id:
@@ -179,8 +181,12 @@ def session_steps(
         steps = steps.filter(outcome=StepOutcome.FAILED)
     if after:
         started_at, pk = decode_cursor(after)
-        steps = steps.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, pk__gt=pk))
-    page = list(steps.order_by("started_at", "pk")[: limit + 1])
+        if newest_first:
+            steps = steps.filter(Q(started_at__lt=started_at) | Q(started_at=started_at, pk__lt=pk))
+        else:
+            steps = steps.filter(Q(started_at__gt=started_at) | Q(started_at=started_at, pk__gt=pk))
+    order = ("-started_at", "-pk") if newest_first else ("started_at", "pk")
+    page = list(steps.order_by(*order)[: limit + 1])
     more = len(page) > limit
     page = page[:limit]
     return StepPage(page, encode_cursor(page[-1]) if more else None)

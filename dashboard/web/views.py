@@ -48,6 +48,13 @@ def login_locked_out(
     )
 
 
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 400 page, saying what was wrong when a view said it (`BadRequest`); Django's own
+    refusals (a suspicious header, too many fields) keep the general sentence."""
+    message = str(exception) if type(exception) is BadRequest else ""
+    return render(request, "400.html", {"message": message}, status=400)
+
+
 def _duration(length: timedelta) -> str:
     minutes = math.ceil(length / timedelta(minutes=1))
     if length < timedelta(minutes=1):

@@ -9,6 +9,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -333,3 +334,35 @@ def _call_as(token: str, server: LiveServer, path: str, body: dict, method: str 
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)
+
+
+SUBAGENT = "a7c41e09b2d3"
+
+
+def seed_steps(server: LiveServer, session_id: str) -> None:
+    """A session's recent work: the main agent's tests pass, its build fails twice, a
+    subagent it started reads and greps, and one command still runs. The calls are a moment
+    apart, as an agent's are, so that their marks stand apart on the axis."""
+
+    def call(tool_use_id: str, tool: str, tool_input: dict, outcome: str = "ok", **extra) -> None:
+        time.sleep(0.25)
+        hook(server, "PreToolUse", session_id, tool_use_id=tool_use_id, tool_name=tool,
+             tool_input=tool_input, **extra)  # fmt: skip
+        if outcome == "ok":
+            hook(server, "PostToolUse", session_id, tool_use_id=tool_use_id, tool_name=tool,
+                 tool_input=tool_input, tool_response={}, **extra)  # fmt: skip
+        elif outcome == "failed":
+            hook(server, "PostToolUseFailure", session_id, tool_use_id=tool_use_id,
+                 tool_name=tool, tool_input=tool_input, error="make: *** [build] Error 2",
+                 **extra)  # fmt: skip
+
+    call("s-test", "Bash", {"command": "pytest tests/api -q"})
+    call("s-build-1", "Bash", {"command": "make build"}, "failed")
+    hook(server, "SubagentStart", session_id, agent_id=SUBAGENT, agent_type="Explore")
+    sub = {"agent_id": SUBAGENT, "agent_type": "Explore"}
+    call("s-read", "Read", {"file_path": "orders/views.py"}, **sub)
+    call("s-grep", "Grep", {"pattern": "def paginate", "path": "orders"}, **sub)
+    call("s-edit", "Edit", {"file_path": "orders/views.py", "old_string": "a\n",
+                            "new_string": "b\nc\n"})  # fmt: skip
+    call("s-build-2", "Bash", {"command": "make build"}, "failed")
+    call("s-serve", "Bash", {"command": "npm run dev"}, "running")

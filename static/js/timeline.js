@@ -1,0 +1,65 @@
+/* The timeline page. It listens to its session's board socket (the ws extension) but shows
+   only a part of the board: fragments for parts it does not show (cards, history) are
+   dropped before htmx swaps them, and any message means "something changed", so the timeline
+   is fetched again, at most about once a second. A reconnect's snapshot does the same, which
+   resyncs a page that lost its socket. */
+(function () {
+  "use strict";
+
+  function targetOf(element) {
+    var how = element.getAttribute("hx-swap-oob") || "true";
+    var colon = how.indexOf(":");
+    if (colon >= 0) return how.slice(colon + 1);
+    return element.id ? "#" + CSS.escape(element.id) : null;
+  }
+
+  htmx.defineExtension("only-present", {
+    transformResponse: function (text, xhr) {
+      if (xhr) return text; /* an ordinary request: htmx selects what it needs */
+      var holder = document.createElement("template");
+      holder.innerHTML = text;
+      Array.prototype.slice.call(holder.content.children).forEach(function (element) {
+        var target = targetOf(element);
+        if (!target || !document.querySelector(target)) element.remove();
+      });
+      return holder.innerHTML;
+    }
+  });
+
+  var pending = null;
+  function refresh() {
+    pending = null;
+    var timeline = document.getElementById("timeline");
+    if (timeline && timeline.hasAttribute("data-live-refresh")) htmx.trigger(timeline, "refresh");
+  }
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    if (!event.target.closest || !event.target.closest(".timeline-page")) return;
+    if (pending === null) pending = setTimeout(refresh, 800);
+  });
+
+  /* A running step grows while nobody writes: the axis ends now, so redraw now and then. */
+  setInterval(function () {
+    var timeline = document.getElementById("timeline");
+    if (timeline && timeline.querySelector(".mark.is-running") && pending === null) refresh();
+  }, 15000);
+
+  /* A step's detail opens beside the lanes without leaving the page; the address keeps it. */
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.mark-link, .step-what a, #step-detail-close");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    var href = link.getAttribute("href");
+    htmx.ajax("GET", href, { target: "#timeline", select: "#timeline", swap: "outerHTML" }).then(function () {
+      history.pushState({}, "", href);
+      var heading = document.getElementById("step-detail-title");
+      if (heading) heading.focus();
+      else {
+        var again = document.getElementById(link.id === "step-detail-close" ? "timeline" : link.id);
+        if (again) again.focus();
+      }
+    });
+  });
+  window.addEventListener("popstate", function () {
+    if (document.getElementById("timeline")) location.reload();
+  });
+})();

@@ -27,13 +27,17 @@
   });
 
   var pending = null;
+  /* The socket's first message is the snapshot of what this page was just rendered with. */
+  var first = true;
   function refresh() {
     pending = null;
     var timeline = document.getElementById("timeline");
     if (timeline && timeline.hasAttribute("data-live-refresh")) htmx.trigger(timeline, "refresh");
   }
+  document.addEventListener("htmx:wsClose", function () { first = false; });
   document.addEventListener("htmx:wsAfterMessage", function (event) {
     if (!event.target.closest || !event.target.closest(".timeline-page")) return;
+    if (first) { first = false; return; }
     if (pending === null) pending = setTimeout(refresh, 800);
   });
 

@@ -339,7 +339,7 @@ def _call_as(token: str, server: LiveServer, path: str, body: dict, method: str 
 SUBAGENT = "a7c41e09b2d3"
 
 
-def seed_steps(server: LiveServer, session_id: str) -> None:
+def seed_steps(server: LiveServer, session_id: str, *, running: bool = True) -> None:
     """A session's recent work: the main agent's tests pass, its build fails twice, a
     subagent it started reads and greps, and one command still runs. The calls are a moment
     apart, as an agent's are, so that their marks stand apart on the axis."""
@@ -365,4 +365,5 @@ def seed_steps(server: LiveServer, session_id: str) -> None:
     call("s-edit", "Edit", {"file_path": "orders/views.py", "old_string": "a\n",
                             "new_string": "b\nc\n"})  # fmt: skip
     call("s-build-2", "Bash", {"command": "make build"}, "failed")
-    call("s-serve", "Bash", {"command": "npm run dev"}, "running")
+    if running:
+        call("s-serve", "Bash", {"command": "npm run dev"}, "running")

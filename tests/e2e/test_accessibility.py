@@ -78,6 +78,7 @@ def board(agentboard_server, chromium):
     successor waiting too."""
     seeded = seed.seed(agentboard_server, sessions=12)
     seed.seed_plans(agentboard_server, seeded)
+    seed.seed_steps(agentboard_server, seeded.session_ids[-3], running=False)
     seeded.long_names = seed.seed_long_names(agentboard_server)
     context = chromium.new_context(viewport=VIEWPORTS["desktop"])
     page = context.new_page()
@@ -95,14 +96,27 @@ def board(agentboard_server, chromium):
     return seeded
 
 
+def first_step(server, session_id: str) -> int:
+    request = urllib.request.Request(
+        f"{server.url}/api/v1/sessions/{session_id}/activity?limit=1",
+        headers={"Authorization": f"Bearer {server.token}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["steps"][0]["id"]
+
+
 def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
     agentboard_server, chromium, board
 ):
     server = agentboard_server
+    timeline = f"/sessions/{board.session_ids[-3]}/timeline/"
     visits = [
         Visit("login", "/accounts/login/", logged_in=False, wait_live=False),
         Visit("overview", "/"),
         Visit("board", f"/sessions/{board.session_ids[-3]}/"),
+        Visit("timeline", timeline),
+        Visit("timeline-list", f"{timeline}?view=list"),
+        Visit("timeline-step", f"{timeline}?step={first_step(server, board.session_ids[-3])}"),
         Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),
         Visit("inbox", "/inbox/"),

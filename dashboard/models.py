@@ -31,6 +31,25 @@ class Client(models.TextChoices):
     API = "api", "API"
 
 
+class Project(models.Model):
+    """What a team works on: a repository (every spelling of its remote is one project), or
+    for sessions outside one, a folder's name. Created the first time a session is seen in it
+    (`dashboard.core.origin`); its name can be changed."""
+
+    # "github.com/acme/shop", or "folder:shop".
+    key = models.CharField(max_length=300, unique=True)
+    name = models.CharField(max_length=200)
+    # The normalized repository ("github.com/acme/shop"); empty for a folder's project.
+    repository = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Session(models.Model):
     """One agent session, e.g. one Claude Code conversation; created on first mention."""
 
@@ -59,6 +78,16 @@ class Session(models.Model):
     # Another continuation enforcer that runs inside the agent (oh-my-opencode's), when its
     # plugin said so: Agentboard then never continues the session itself.
     other_enforcer = models.CharField(max_length=100, blank=True)
+    # Where it runs, as its agent's side reports it (`dashboard.core.origin`): the repository
+    # ("github.com/acme/shop") and the machine's host name; empty while unknown.
+    repository = models.CharField(max_length=300, blank=True)
+    host = models.CharField(max_length=255, blank=True)
+    # Its project, and the project's name kept beside it (a rename updates both), so a list
+    # of sessions names their projects without reading them.
+    project_record = models.ForeignKey(
+        Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
+    )
+    project_name = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-last_seen_at"]
@@ -68,9 +97,15 @@ class Session(models.Model):
 
     @property
     def project(self) -> str:
+        if self.project_name:
+            return self.project_name
         if self.cwd:
             return PurePath(self.cwd).name or self.cwd
         return "unnamed project"
+
+    @property
+    def host_label(self) -> str:
+        return self.host or "unknown machine"
 
     @property
     def short_id(self) -> str:

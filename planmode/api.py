@@ -9,6 +9,7 @@ from ninja import Path, Router
 from ninja.responses import Status
 
 from dashboard.core.edge import MAX_INTEGER
+from dashboard.core.origin import origin_note_from
 from dashboard.core.security import public_url
 from dashboard.core.writer import write
 from planmode import selectors, services
@@ -43,6 +44,7 @@ async def plan_submit(
         source=Plan.Source.API,
         idempotency_key=idempotency_key(request),
     )
+    await origin_note_from(request, owner=request.auth, session_id=session_id)
     plan = submitted.plan
     review_url = public_url(
         reverse("plan-review", args=[plan.pk]), host=request.get_host(), secure=request.is_secure()

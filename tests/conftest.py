@@ -182,6 +182,16 @@ def concerns_read_again():
 
 
 @pytest.fixture(autouse=True)
+def origins_noted_again():
+    """Each test's database starts empty: this process notes where its sessions run again."""
+    from dashboard.core.origin import forget_noted
+
+    forget_noted()
+    yield
+    forget_noted()
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings) -> None:
     # Real hashing costs a quarter of a second per user; these tests are not about it.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

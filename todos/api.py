@@ -9,6 +9,7 @@ from pydantic import WithJsonSchema
 
 from dashboard.core.edge import AgentType, Cwd, text_problem
 from dashboard.core.errors import ServiceError
+from dashboard.core.origin import origin_note_from
 from dashboard.core.services import ID_LENGTH, ID_PATTERN
 from dashboard.core.writer import write
 from dashboard.models import IDEMPOTENCY_KEY_LENGTH
@@ -71,6 +72,7 @@ async def todo_write(
         agent_type=agent_type,
         cwd=cwd,
     )
+    await origin_note_from(request, owner=request.auth, session_id=session_id)
     return result.as_wire()
 
 

@@ -18,6 +18,7 @@ from dashboard.activity.services import step_record_for
 from dashboard.activity.summaries import step_draft
 from dashboard.core.edge import SPACE_CLASS
 from dashboard.core.errors import ServiceError
+from dashboard.core.origin import origin_note_from
 from dashboard.core.services import session_of_owner
 from dashboard.core.writer import write
 from todos.api import ERRORS, AgentPathId
@@ -100,6 +101,7 @@ async def step_report(
     await write(
         step_record_for, owner=request.auth, session_id=session_id, agent_id=agent_id, step=draft
     )
+    await origin_note_from(request, owner=request.auth, session_id=session_id)
     return {"tool_use_id": draft.tool_use_id, "status": draft.outcome}
 
 

@@ -21,6 +21,7 @@ from dashboard.core import reader
 from dashboard.core.changes import Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
+from dashboard.core.origin import origin_from_headers, origin_note
 from dashboard.core.security import public_url, scope_header, scope_is_secure
 from dashboard.core.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.core.writer import write
@@ -183,6 +184,14 @@ class AgentConsumer(Consumer):
     async def connect(self) -> None:
         self.token = _bearer_token(self.scope)
         self.user = await token_owner(self.token)
+        # Where its agent runs, said once in the handshake's headers.
+        self.origin = origin_from_headers(
+            {
+                name.decode("latin-1").title(): value.decode("latin-1")
+                for name, value in self.scope.get("headers", [])
+            },
+            where="agent socket",
+        )
         # The plans this socket waits on, each with its waiter in `dashboard.live.watch`.
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
@@ -278,9 +287,11 @@ class AgentConsumer(Consumer):
                 agent_type=frame.agent_type,
                 cwd=frame.cwd,
             )
+            await origin_note(owner=self.user, session_id=frame.session_id, origin=self.origin)
             await self._send_json({"type": "ack", "id": frame.id, "result": written.as_wire()})
         elif isinstance(frame, StepFrame):
             reminder = (await write(_step, owner=self.user, frame=frame)).text
+            await origin_note(owner=self.user, session_id=frame.session_id, origin=self.origin)
             await self._send_json({"type": "ack", "id": frame.id, "result": {"reminder": reminder}})
             if reminder:
                 await self._send_json(

@@ -34,6 +34,7 @@ from dashboard.core.errors import (
     unauthenticated,
 )
 from dashboard.core.loops import keep
+from dashboard.core.origin import origin_from_headers, origin_note
 from dashboard.core.redaction import redact
 from dashboard.core.services import (
     ResolvedAgent,
@@ -169,7 +170,10 @@ async def claude_code_hook(request: HttpRequest, owner: AbstractBaseUser) -> Jso
     handler = _handler_for(payload)
     if handler is None:
         return JsonResponse({})
-    return JsonResponse(await handler(owner, payload))
+    output = await handler(owner, payload)
+    origin = origin_from_headers(request.headers, where="Claude Code hook")
+    await origin_note(owner=owner, session_id=payload.get("session_id"), origin=origin)
+    return JsonResponse(output)
 
 
 def bearer_token(request: HttpRequest) -> str | None:

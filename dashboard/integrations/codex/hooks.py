@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome
+from dashboard.core.origin import origin_from_headers, origin_note
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
@@ -56,19 +57,26 @@ OPEN = frozenset({"pending", "in_progress"})
 @shared.agent_endpoint("Send hook input with POST.")
 async def codex_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
     payload = shared.read_payload(request)
+    output = await _answer(owner, payload)
+    origin = origin_from_headers(request.headers, where="Codex hook")
+    await origin_note(owner=owner, session_id=payload.get("session_id"), origin=origin)
+    return JsonResponse(output)
+
+
+async def _answer(owner: AbstractBaseUser, payload: dict[str, Any]) -> dict[str, Any]:
     picked = shared.validate(HookEvent, payload)
     event, tool = picked.hook_event_name, picked.tool_name
     if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
-        return JsonResponse(await _lifecycle(owner, payload))
+        return await _lifecycle(owner, payload)
     if event == "PreToolUse":
-        return JsonResponse(await shared.tool_step(owner, payload))
+        return await shared.tool_step(owner, payload)
     if event in STOP_EVENTS:
-        return JsonResponse(await _stop(owner, payload))
+        return await _stop(owner, payload)
     if event == "PostToolUse":
-        return JsonResponse(await _plan_updated(owner, payload))
+        return await _plan_updated(owner, payload)
     if event == "PermissionRequest":
-        return JsonResponse(await _permission_request(owner, payload))
-    return JsonResponse({})
+        return await _permission_request(owner, payload)
+    return {}
 
 
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:

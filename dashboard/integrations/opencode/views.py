@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
+from dashboard.core.origin import origin_from_headers, origin_note
 from dashboard.core.services import (
     ResolvedAgent,
     agent_resolve_for_update,
@@ -79,7 +80,12 @@ async def opencode_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonRe
     if validate(EventType, payload).type not in HANDLED:
         return JsonResponse({})
     event = validate(Envelope, {"event": payload}).event
-    return JsonResponse(await _handle(owner, event))
+    output = await _handle(owner, event)
+    # A session of its own (not a subagent's child session) is where its project is noted.
+    if isinstance(event, SessionEvent) and not event.properties.info.parentID:
+        origin = origin_from_headers(request.headers, where="opencode plugin")
+        await origin_note(owner=owner, session_id=event.properties.info.id, origin=origin)
+    return JsonResponse(output)
 
 
 async def _handle(owner: AbstractBaseUser, event: Any) -> dict[str, Any]:

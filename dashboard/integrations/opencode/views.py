@@ -121,8 +121,10 @@ def _observe(
     cwd: str = "",
     title: str = "",
     notify: bool = False,
+    turn_ended: bool | None = None,
 ) -> tuple[ResolvedAgent, Changes]:
-    """Any event's news about its session and agent (inside the writer's transaction)."""
+    """Any event's news about its session and agent (inside the writer's transaction);
+    `turn_ended` as `agent_touch` takes it."""
     assert transaction.get_connection().in_atomic_block
     if parent_id:
         session_id, agent_id = _place(owner, parent_id)[0], opencode_id
@@ -154,9 +156,15 @@ def _observe(
         agent.status, agent.stopped_at = Agent.Status.RUNNING, None
         agent.save(update_fields=["status", "stopped_at"])
         fields.append("status")
-    agent_touch(agent=agent)
+    agent_touch(agent=agent, turn_ended=turn_ended)
     changes = Changes()
-    if notify or fields or resolved.agent_created or resolved.session_created:
+    if (
+        notify
+        or fields
+        or turn_ended is not None
+        or resolved.agent_created
+        or resolved.session_created
+    ):
         changes = resolved.changes()
     return resolved, changes
 
@@ -248,7 +256,9 @@ def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) 
 def _idle_seen(*, owner: AbstractBaseUser, event: IdleEvent) -> Outcome[tuple[int, bool] | None]:
     """The agent's pk and whether it is in a streak of continuations, or None for a
     subagent's session (a prompt there would not reach the session that waits for it)."""
-    resolved, changes = _observe(owner=owner, opencode_id=event.properties.sessionID)
+    resolved, changes = _observe(
+        owner=owner, opencode_id=event.properties.sessionID, turn_ended=True
+    )
     agent = resolved.agent
     if agent.agent_id != agent.session.session_id:
         return Outcome(None, changes)
@@ -275,13 +285,16 @@ def _enforcer_event(
     session_id = event.properties.sessionID
     if session_id is None:
         return Outcome(None)
-    resolved, changes = _observe(owner=owner, opencode_id=session_id)
+    prompt = isinstance(event, ActivityEvent) and event.properties.kind == "prompt"
+    resolved, changes = _observe(
+        owner=owner, opencode_id=session_id, turn_ended=False if prompt else None
+    )
     agent = resolved.agent
     if isinstance(event, ErrorEvent):
         changes.merge(enforcer.on_error(agent=agent))
     elif isinstance(event, OtherEnforcerEvent):
         changes.merge(enforcer.other_enforcer_found(agent=agent, name=event.properties.name))
-    elif event.properties.kind == "prompt":
+    elif prompt:
         changes.merge(enforcer.on_user_prompt(agent=agent).changes)
     else:
         changes.merge(enforcer.on_activity(agent=agent))

@@ -24,6 +24,7 @@ from django.utils import timezone
 from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.services import (
+    KNOWN_AGENTS_SIZE,
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
@@ -67,6 +68,10 @@ PLACEHOLDER_TITLE = re.compile(r"^(New|Child) session - ")
 SUBAGENT_TITLE = re.compile(r"\(@([\w.-]{1,100}) subagent\)\s*$")
 # opencode's permission names for the tools the inbox knows how to show.
 TOOL_NAMES = {"bash": "Bash", "edit": "Edit", "write": "Write", "webfetch": "WebFetch"}
+
+# A subagent's opencode session id -> the board session it is an agent of, once placed there:
+# its steps then cost no query, like a main agent's (`known_agent`). A subagent never moves.
+_subagent_sessions: dict[str, str] = {}
 
 
 @agent_endpoint("Send opencode events with POST.")
@@ -142,6 +147,10 @@ def _observe(
     )
     agent = resolved.agent
     session = agent.session
+    if agent_id != session_id:
+        if len(_subagent_sessions) >= KNOWN_AGENTS_SIZE:
+            _subagent_sessions.clear()
+        _subagent_sessions[agent_id] = session_id
     fields = []
     if session.ended_at is not None:
         fields.append("ended_at")  # any later event brings it back (`agent_touch` saves it)
@@ -240,9 +249,10 @@ async def _tool(owner: AbstractBaseUser, call: ToolProperties) -> None:
 
 
 def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) -> Outcome[None]:
-    """A main agent this process knows costs no query (the writer stores the batch's steps
-    together); a subagent's session is placed first."""
-    known = known_agent(owner=owner, session_id=opencode_id, agent_id=opencode_id)
+    """An agent this process knows, main or subagent, costs no query (the writer stores the
+    batch's steps together); a subagent's session is placed first."""
+    session_id = _subagent_sessions.get(opencode_id, opencode_id)
+    known = known_agent(owner=owner, session_id=session_id, agent_id=opencode_id)
     if known is not None:
         return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
     resolved, changes = _observe(owner=owner, opencode_id=opencode_id)

@@ -200,22 +200,24 @@ def concern_dismiss(*, concern_pk: int, by: str) -> Outcome[bool]:
 
 
 def _ended_since(found: list[Found], kinds: list[str]) -> set[tuple[int, str]]:
-    """Of these, the episodes already had and ended (dismissed, or ended in the write path)
-    since the spell began: the same quiet spell or the same long step is not flagged again."""
-    since = {(f.agent, f.kind): f.since for f in found}
-    if not since:
+    """Of these, the episodes already had and ended (dismissed, or ended in the write path):
+    the same quiet spell (one that ended after it began) or the same long step is not flagged
+    again."""
+    wanted = {(f.agent, f.kind): f for f in found}
+    if not wanted:
         return set()
     ended = (
-        Concern.objects.filter(agent_id__in={agent for agent, _ in since}, kind__in=kinds)
+        Concern.objects.filter(agent_id__in={agent for agent, _ in wanted}, kind__in=kinds)
         .filter(ended_at__isnull=False)
-        .values_list("agent_id", "kind")
+        .values_list("agent_id", "kind", "tool_use_id")
         .annotate(last=Max("ended_at"))
     )
-    return {
-        (agent, kind)
-        for agent, kind, last in ended
-        if (agent, kind) in since and last > since[(agent, kind)]
-    }
+    settled = set()
+    for agent, kind, call, last in ended:
+        f = wanted.get((agent, kind))
+        if f is not None and call == f.tool_use_id and last > f.since:
+            settled.add((agent, kind))
+    return settled
 
 
 @dataclass(frozen=True)

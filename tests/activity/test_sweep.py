@@ -175,6 +175,23 @@ def test_other_steps_leave_a_step_running_long_flagged_and_cost_no_query(hook, u
     assert [w.kind for w in waiting()] == ["look"]
 
 
+def test_of_two_long_steps_at_once_the_one_still_running_is_flagged_when_the_first_ends(
+    hook, settings
+):
+    settings.AGENTBOARD_STEP_LIMITS = {"Bash": 600.0}
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "toolu_first"))
+    hook(tool_event("PreToolUse", "toolu_second", tool_input={"command": "make e2e"}))
+    age(11)
+    sweep()
+    hook(tool_event("PostToolUse", "toolu_first", tool_response={}))
+    assert waiting() == []
+
+    (opened,) = sweep()
+
+    assert Concern.objects.get(pk=opened).detail.startswith("“make e2e” has run longer")
+
+
 def test_tools_without_a_limit_run_as_long_as_they_like(hook, settings):
     settings.AGENTBOARD_STEP_LIMITS = {"WebFetch": 60.0}
     hook(tool_event("PreToolUse", "toolu_long"))

@@ -126,8 +126,8 @@ STEP_OUTCOMES = {
 }
 # Events after which none of the agent's tool calls is still running.
 INTERRUPTING = frozenset({"Stop", "SubagentStop", "UserPromptSubmit", "SessionEnd"})
-# Events that end the agent's turn: it waits for a prompt (UserPromptSubmit starts the next).
-TURN_ENDING = frozenset({"Stop", "SubagentStop", "StopFailure"})
+# How an event leaves the agent's turn: ended (it waits for a prompt), or a new one begun.
+TURN_ENDED_BY = {"Stop": True, "SubagentStop": True, "StopFailure": True, "UserPromptSubmit": False}
 
 
 # --- the view ------------------------------------------------------------------------------
@@ -442,7 +442,7 @@ def hook_observe(
         agent.save(update_fields=["status", "stopped_at"])
     if session_fields:
         session.save(update_fields=session_fields)
-    turn_ended = True if event in TURN_ENDING else False if event == "UserPromptSubmit" else None
+    turn_ended = TURN_ENDED_BY.get(event)
     agent_touch(
         agent=agent, coarse=coarse, ending=event == "SessionEnd", turn_ended=turn_ended, now=now
     )

@@ -137,6 +137,9 @@ class Agent(models.Model):
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # When its turn ended (a Stop, opencode's idle session), until a prompt or a continuation
+    # starts the next one; a step started since then supersedes it (`now_line`).
+    turn_ended_at = models.DateTimeField(null=True, blank=True)
     # Number of the latest accepted TodoWrite (0 before the first one).
     todo_revision = models.PositiveIntegerField(default=0)
     # Size of the all-completed write that emptied the list, so the card can say "all done".

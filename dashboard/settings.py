@@ -369,6 +369,11 @@ def step_limits(text: str) -> dict[str, float]:
 # A step of one of these tools running longer than its limit (seconds) needs a look; empty: off.
 AGENTBOARD_STEP_LIMITS = step_limits(os.environ.get("AGENTBOARD_STEP_LIMITS", ""))
 
+# How often the server looks for stuck agents and steps running long.
+AGENTBOARD_CONCERN_SWEEP_SECONDS = envfloat("AGENTBOARD_CONCERN_SWEEP_SECONDS", 30.0)
+if AGENTBOARD_CONCERN_SWEEP_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_CONCERN_SWEEP_SECONDS must be a positive number.")
+
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
 LOGGING = {

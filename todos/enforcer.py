@@ -11,13 +11,14 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from dashboard.core.changes import Changes
+from dashboard.core.sql import aware
 from dashboard.models import Agent, PermissionMode, Session
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoStatus
 from todos.selectors import current_todos
@@ -299,13 +300,6 @@ _QUIET_STEP_COUNT_JSONB = _QUIET_STEP_COUNT.replace(
 )
 
 
-def _aware(moment: datetime | str) -> datetime:
-    """A time read with a raw query: SQLite gives naive UTC (or text), PostgreSQL aware."""
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
-
-
 def quiet_step(
     *,
     agent_pk: int,
@@ -380,7 +374,7 @@ def quiet_step(
             [keys, tracking_pk],
         )
         now = timezone.now()
-        last_seen = min(_aware(agent_seen), _aware(session_seen))
+        last_seen = min(aware(agent_seen), aware(session_seen))
         if now - last_seen >= timedelta(seconds=1):
             Agent.objects.filter(pk=agent_pk).update(last_seen_at=now)
             Session.objects.filter(pk=session_pk).update(last_seen_at=now)
@@ -653,6 +647,8 @@ def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
         ).update(status=Continuation.Status.SENT, prompt=prompt, resolved_at=timezone.now())
         changes = Changes()
         if sent:
+            # Continued: its turn goes on (its line says "Thinking" again, not "Idle").
+            Agent.objects.filter(pk=agent.pk).update(turn_ended_at=None)
             tracking = tracking_for(agent)
             tracking.consecutive_continuations += 1
             tracking.continued_at_revision = continuation.todo_revision

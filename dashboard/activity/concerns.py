@@ -4,7 +4,8 @@ write path when a failed step is stored.
 Healthy steps cost no query: only a failed call reads that agent's last few steps, and only an
 agent that this process knows to have an open episode (`_watched`) has it ended by its next
 step. An episode is a `Concern` row, open until the agent's next healthy step (an ok, or a
-different call), until the agent stops, or until someone dismisses it.
+different call; for a step running long, that step's end), until the agent stops, or until
+someone dismisses it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from dashboard.activity.models import Concern, ConcernKind, Step, StepOutcome
 from dashboard.activity.summaries import bounded_text
 from dashboard.core.changes import Changes, Outcome, StepReport
 
-# Agents with an open episode in this process's view -> {kind: the repeated call's hash}.
+# Agents with an open episode in this process's view -> {kind: the call that keeps it open: a
+# loop's repeated input hash, the tool_use_id of a step running long}.
 # Filled when this process opens one and from the database at start and on each sweep; a stale
 # entry costs one harmless update, never a wrong answer.
 _watched: dict[int, dict[str, str]] = {}
@@ -46,12 +49,13 @@ def watched_refresh() -> None:
     open_ = Concern.objects.filter(ended_at__isnull=True)
     _loaded = True
     _watched.clear()
-    for agent_pk, kind, input_hash in open_.values_list("agent_id", "kind", "input_hash"):
-        _watched.setdefault(agent_pk, {})[kind] = input_hash
+    rows = open_.values_list("agent_id", "kind", "input_hash", "tool_use_id")
+    for agent_pk, kind, input_hash, tool_use_id in rows:
+        _watch(agent_pk, kind, tool_use_id if kind == ConcernKind.OVERLONG else input_hash)
 
 
-def _watch(agent_pk: int, kind: str, input_hash: str = "") -> None:
-    _watched.setdefault(agent_pk, {})[kind] = input_hash
+def _watch(agent_pk: int, kind: str, call: str = "") -> None:
+    _watched.setdefault(agent_pk, {})[kind] = call
 
 
 def _unwatch(agent_pk: int, kinds) -> None:
@@ -68,9 +72,10 @@ def loop_repeats() -> int:
 
 def concerns_note(reports: list[StepReport], written: list[Changes]) -> None:
     """After a batch's steps are stored (inside its transaction): end the episodes that a
-    step ends (any step ends "stuck"; a call that succeeds, or another call, ends a loop), and
-    open a loop for an agent whose last calls all failed alike."""
-    ending: dict[int, tuple[StepReport, set[str]]] = {}
+    step ends (any step ends "stuck"; a call that succeeds, or another call, ends a loop; the
+    end of a step running long ends its episode), and open a loop for an agent whose last
+    calls all failed alike."""
+    ending: dict[tuple[int, str], tuple[StepReport, set[str]]] = {}
     failing: dict[int, StepReport] = {}
     for report in reports:
         if report.outcome == StepOutcome.FAILED and report.input_hash:
@@ -84,9 +89,12 @@ def concerns_note(reports: list[StepReport], written: list[Changes]) -> None:
             kinds.add(ConcernKind.LOOPING)
             failing.pop(report.agent, None)
         if kinds:
-            ending.setdefault(report.agent, (report, set()))[1].update(kinds)
-    for agent_pk, (report, kinds) in ending.items():
-        _end(agent_pk, report.session, report.at, "healthy step", written, kinds)
+            ending.setdefault((report.agent, "healthy step"), (report, set()))[1].update(kinds)
+        long_call = open_.get(ConcernKind.OVERLONG)
+        if report.outcome != StepOutcome.RUNNING and report.tool_use_id == long_call:
+            ending[(report.agent, "step ended")] = (report, {ConcernKind.OVERLONG})
+    for (agent_pk, reason), (report, kinds) in ending.items():
+        _end(agent_pk, report.session, report.at, reason, written, kinds)
     for agent_pk, report in failing.items():
         if ConcernKind.LOOPING not in _watched.get(agent_pk, {}):
             _loop_check(report, written)
@@ -191,6 +199,27 @@ def concern_dismiss(*, concern_pk: int, by: str) -> Outcome[bool]:
     return Outcome(True, changes)
 
 
+def _ended_since(found: list[Found], kinds: list[str]) -> set[tuple[int, str]]:
+    """Of these, the episodes already had and ended (dismissed, or ended in the write path):
+    the same quiet spell (one that ended after it began) or the same long step is not flagged
+    again."""
+    wanted = {(f.agent, f.kind): f for f in found}
+    if not wanted:
+        return set()
+    ended = (
+        Concern.objects.filter(agent_id__in={agent for agent, _ in wanted}, kind__in=kinds)
+        .filter(ended_at__isnull=False)
+        .values_list("agent_id", "kind", "tool_use_id")
+        .annotate(last=Max("ended_at"))
+    )
+    settled = set()
+    for agent, kind, call, last in ended:
+        f = wanted.get((agent, kind))
+        if f is not None and call == f.tool_use_id and last > f.since:
+            settled.add((agent, kind))
+    return settled
+
+
 @dataclass(frozen=True)
 class Found:
     """An agent that the sweep finds needing a look now."""
@@ -200,6 +229,8 @@ class Found:
     kind: str
     since: datetime
     detail: str
+    # The step running long (overlong), whose end ends the episode.
+    tool_use_id: str = ""
 
 
 def concerns_reconcile(found: list[Found], kinds: list[str]) -> Outcome[list[int]]:
@@ -224,8 +255,9 @@ def concerns_reconcile(found: list[Found], kinds: list[str]) -> Outcome[list[int
                 changes.agent(agent, session).inbox_sessions.add(session)
     opened: list[int] = []
     already = {(agent, kind) for _, agent, _, kind in open_}
+    settled = _ended_since([f for key, f in wanted.items() if key not in already], kinds)
     for key, f in wanted.items():
-        if key in already:
+        if key in already or key in settled:
             continue
         try:
             with transaction.atomic():
@@ -235,6 +267,7 @@ def concerns_reconcile(found: list[Found], kinds: list[str]) -> Outcome[list[int
                     kind=f.kind,
                     since=f.since,
                     detail=bounded_text(f.detail),
+                    tool_use_id=f.tool_use_id,
                 )
         except IntegrityError:
             continue  # another process opened it first

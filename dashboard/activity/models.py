@@ -113,8 +113,8 @@ class Concern(models.Model):
     """An episode of an agent that needs a look: the same failing call again and again
     (looping), no step for long while a task is in progress (stuck), a step running past its
     tool's limit (overlong). Open while `ended_at` is null; at most one open per agent and kind.
-    It ends at the agent's next healthy step, when the agent stops, or when someone dismisses
-    it; a later episode is a new row."""
+    It ends at the agent's next healthy step (for overlong: when the long step ends), when the
+    agent stops, or when someone dismisses it; a later episode is a new row."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="concerns")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="concerns")
@@ -124,6 +124,8 @@ class Concern(models.Model):
     detail = models.CharField(max_length=SUMMARY_CHARS, blank=True)
     # The repeated call of a loop: the same call again does not end it, another one does.
     input_hash = models.CharField(max_length=32, blank=True)
+    # The call running long (overlong): its end ends the episode.
+    tool_use_id = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     # "healthy step", "agent stopped", "dismissed by <name>".
     end_reason = models.CharField(max_length=80, blank=True)

@@ -48,6 +48,8 @@ class NowLine:
     detail: str = ""
     # When a line that reads "thinking" turns into "idle" unless something happens first.
     idle_at: datetime | None = None
+    # Idle because its turn ended (`since` is then that moment), not for want of news.
+    turn_ended: bool = False
 
     # What the line shows, made here once rather than by template filters: a board re-renders
     # every card of a busy session many times a second.
@@ -57,7 +59,8 @@ class NowLine:
 
     @property
     def since_title(self) -> str:
-        return f"Since {timezone.localtime(self.since):%Y-%m-%d %H:%M:%S %Z}"
+        words = "Its turn ended" if self.turn_ended else "Since"
+        return f"{words} {timezone.localtime(self.since):%Y-%m-%d %H:%M:%S %Z}"
 
     @property
     def idle_at_iso(self) -> str:
@@ -94,10 +97,19 @@ def step_verb(tool_name: str) -> str:
 
 
 def now_line(
-    step: Step | None, *, last_event: datetime, running: bool, now: datetime | None = None
+    step: Step | None,
+    *,
+    last_event: datetime,
+    running: bool,
+    turn_ended_at: datetime | None = None,
+    now: datetime | None = None,
 ) -> NowLine | None:
     """What the agent (or session) whose latest step is `step` is doing at `now`. None once it
-    stopped, or before its first step."""
+    stopped, or before its first step.
+
+    Between two steps it is thinking, since the later of the step's end and its last event (a
+    new prompt); idle once its turn ended (`turn_ended_at`, unless a step ended since: a new
+    turn), or after IDLE_AFTER without news."""
     if not running or step is None:
         return None
     now = now or timezone.now()
@@ -109,12 +121,13 @@ def now_line(
             subject=step.summary,
             detail=step.detail,
         )
-    last = max(last_event, step.ended_at or step.started_at)
+    ended = step.ended_at or step.started_at
+    if turn_ended_at is not None and turn_ended_at >= ended:
+        return NowLine(state="idle", since=turn_ended_at, turn_ended=True)
+    last = max(last_event, ended)
     if now - last >= IDLE_AFTER:
         return NowLine(state="idle", since=last)
-    return NowLine(
-        state="thinking", since=step.ended_at or step.started_at, idle_at=last + IDLE_AFTER
-    )
+    return NowLine(state="thinking", since=last, idle_at=last + IDLE_AFTER)
 
 
 def _latest_of(owner_field: str) -> Subquery:

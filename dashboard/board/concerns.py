@@ -2,7 +2,7 @@
 progress, no step and no word for AGENTBOARD_STUCK_MINUTES, nothing waiting on a person) and
 running long (a step running past its tool's limit in AGENTBOARD_STEP_LIMITS).
 
-Every CONCERN_SWEEP_INTERVAL seconds, through the writer: one bounded query per kind switched
+Every AGENTBOARD_CONCERN_SWEEP_SECONDS, through the writer: one bounded query per kind switched
 on (and one for what waits on a person, only when an agent is found), then
 `concerns_reconcile` opens the new episodes and ends those whose agent moved on. Loops are
 found in the write path (`dashboard.activity.concerns`).
@@ -29,7 +29,6 @@ from todos.models import Todo, TodoStatus
 
 logger = logging.getLogger(__name__)
 
-CONCERN_SWEEP_INTERVAL = 30.0
 # At most this many agents found per kind and sweep.
 SWEEP_LIMIT = 200
 
@@ -94,20 +93,21 @@ def _overlong(now) -> list[Found]:
             for tool, seconds in limits.items()
         ),
     )
+    fields = ("agent_id", "session_id", "tool_name", "summary", "started_at", "tool_use_id")
     steps = (
         Step.objects.filter(late, outcome=StepOutcome.RUNNING, session__ended_at__isnull=True)
         .filter(agent__status=Agent.Status.RUNNING)
         .order_by("started_at")
-        .values_list("agent_id", "session_id", "tool_name", "summary", "started_at")[:SWEEP_LIMIT]
+        .values_list(*fields)[:SWEEP_LIMIT]
     )
     found: dict[int, Found] = {}
-    for agent, session, tool, summary, started in steps:
+    for agent, session, tool, summary, started, call in steps:
         if agent in found:
             continue
         what = f"“{summary}”" if summary else tool
         limit = _minutes(limits[tool])
         detail = f"{what} has run longer than the {tool} limit of {limit}"
-        found[agent] = Found(agent, session, ConcernKind.OVERLONG, started, detail)
+        found[agent] = Found(agent, session, ConcernKind.OVERLONG, started, detail, call)
     return list(found.values())
 
 
@@ -123,12 +123,12 @@ def concerns_sweep() -> Outcome[list[int]]:
 
 
 async def sweep_concerns_forever() -> None:
-    """The server's sweep, every CONCERN_SWEEP_INTERVAL seconds; it also refreshes which
+    """The server's sweep, every AGENTBOARD_CONCERN_SWEEP_SECONDS; it also refreshes which
     agents have an open episode (another process may have opened it)."""
     from dashboard.core.writer import write
 
     while True:
-        await asyncio.sleep(CONCERN_SWEEP_INTERVAL)
+        await asyncio.sleep(settings.AGENTBOARD_CONCERN_SWEEP_SECONDS)
         try:
             if settings.AGENTBOARD_STUCK_MINUTES <= 0 and not settings.AGENTBOARD_STEP_LIMITS:
                 # Still learn of loops another process opened: their next step ends them here.

@@ -16,7 +16,7 @@ from dashboard.activity.selectors import (
     latest_steps_by_session,
     now_line,
 )
-from dashboard.core.sql import PreparedQuery, rows_in
+from dashboard.core.sql import PreparedQuery, aware, rows_in
 from dashboard.models import Agent, Session
 from planmode.inbox import InboxItem, sessions_waiting, waiting_by_agent, waiting_by_session
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
@@ -237,6 +237,7 @@ def _cards(agents: list[Agent]) -> list[AgentCard]:
             latest.get(agent.pk),
             last_event=agent.last_seen_at,
             running=agent.status == Agent.Status.RUNNING,
+            turn_ended_at=agent.turn_ended_at,
         )
     return [_card(agent, parts[agent.pk]) for agent in agents]
 
@@ -260,9 +261,11 @@ def agent_cards(agent_pks: list[int]) -> list[AgentCard]:
 
 
 # A session's summary is read on every live update of it: its aggregates are plain SQL.
+# (The main agent is the one without a parent: its turn ended is the session's.)
 _AGENT_TOTALS = """
-    SELECT session_id, COUNT(*), SUM(cleared_total) FROM dashboard_agent
-    WHERE session_id IN ({ids}) GROUP BY session_id
+    SELECT session_id, COUNT(*), SUM(cleared_total),
+        MAX(CASE WHEN parent_id IS NULL THEN turn_ended_at END)
+    FROM dashboard_agent WHERE session_id IN ({ids}) GROUP BY session_id
 """
 _TODO_COUNTS = """
     SELECT a.session_id, t.status, COUNT(*) FROM todos_todo t
@@ -290,8 +293,11 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
     ids = [s.pk for s in sessions]
     agent_counts: dict[int, int] = defaultdict(int)
     cleared: dict[int, int] = defaultdict(int)
-    for session_pk, agents, cleared_total in rows_in(_AGENT_TOTALS, ids):
+    turns_ended: dict[int, datetime] = {}
+    for session_pk, agents, cleared_total, turn_ended in rows_in(_AGENT_TOTALS, ids):
         agent_counts[session_pk], cleared[session_pk] = agents, cleared_total or 0
+        if turn_ended is not None:
+            turns_ended[session_pk] = aware(turn_ended)
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for session_pk, status, n in rows_in(_TODO_COUNTS, ids):
         counts[session_pk][status] += n
@@ -328,6 +334,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                     latest.get(session.pk),
                     last_event=session.last_seen_at,
                     running=session.is_active,
+                    turn_ended_at=turns_ended.get(session.pk),
                 ),
             )
         )

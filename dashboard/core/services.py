@@ -6,7 +6,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from time import monotonic
 from typing import Any, TypeVar
 
@@ -277,25 +277,45 @@ def session_describe(*, session: Session, title: str = "", branch: str = "") -> 
 TOUCH_PRECISION = timedelta(seconds=1)
 
 
-def agent_touch(*, agent: Agent, coarse: bool = False, ending: bool = False) -> None:
+def agent_touch(
+    *,
+    agent: Agent,
+    coarse: bool = False,
+    ending: bool = False,
+    turn_ended: bool | None = None,
+    now: datetime | None = None,
+) -> None:
     """Mark activity on the agent and its session (inside the caller's transaction). A
     `coarse` touch (a plain tool use) is skipped when the last one is under a second old.
-    Activity brings an ended session back, unless it is the session's own end (`ending`)."""
+    Activity brings an ended session back, unless it is the session's own end (`ending`).
+    `turn_ended`: the agent's turn ended now (True) or a new one began (False); saved with
+    the touch, so it costs no statement of its own."""
     assert transaction.get_connection().in_atomic_block
-    now = timezone.now()
+    now = now or timezone.now()
     session = agent.session
     revive = session.ended_at is not None and not ending
     fresh = now - agent.last_seen_at < TOUCH_PRECISION and (
         now - session.last_seen_at < TOUCH_PRECISION
     )
-    if coarse and fresh and not revive and not getattr(agent, "unsaved_identity", False):
+    if (
+        coarse
+        and fresh
+        and not revive
+        and turn_ended is None
+        and not getattr(agent, "unsaved_identity", False)
+    ):
         return
     agent.last_seen_at = now
+    if turn_ended is not None:
+        agent.turn_ended_at = now if turn_ended else None
     session.last_seen_at = now
     fields = ["last_seen_at", "cwd", "title", "branch", "client"]
     if revive:
         session.ended_at, session.ended_quietly = None, False
         fields += ["ended_at", "ended_quietly"]
     session.save(update_fields=fields)
-    agent.save(update_fields=["last_seen_at", "agent_type"])
+    agent_fields = ["last_seen_at", "agent_type"]
+    if turn_ended is not None:
+        agent_fields.append("turn_ended_at")
+    agent.save(update_fields=agent_fields)
     agent.unsaved_identity = False

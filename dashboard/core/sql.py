@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from django.db import connection, models
@@ -19,6 +20,7 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.db.models import QuerySet
 from django.db.models.query import get_related_populators
 from django.db.models.sql.compiler import SQLCompiler
+from django.utils import timezone
 
 M = TypeVar("M", bound=models.Model)
 
@@ -98,6 +100,13 @@ def any_row(sql: str, params: Sequence[Any] = ()) -> bool:
     with hot_cursor() as cursor:
         cursor.execute(sql, list(params))
         return cursor.fetchone() is not None
+
+
+def aware(moment: datetime | str) -> datetime:
+    """A time read with a plain statement: SQLite gives naive UTC (or text), PostgreSQL aware."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
 
 
 def rows_in(sql: str, ids: Sequence[int], params: Sequence[Any] = ()) -> list[tuple]:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -100,3 +102,156 @@ def test_the_overview_and_board_pages_show_the_line_escaped(hook, client, user):
 
     for page in (overview, board):
         assert 'Running <code class="now-subject">echo &lt;b&gt;hi&lt;/b&gt;</code>' in page
+
+
+# --- the turn's end -------------------------------------------------------------------------
+
+
+def test_once_its_turn_ended_the_agent_is_idle_since_then_at_once():
+    ended = NOW - timedelta(seconds=20)
+    done = step(outcome="ok", started_at=ended - timedelta(seconds=3), ended_at=ended)
+    stop = NOW - timedelta(seconds=12)
+
+    line = now_line(done, last_event=stop, running=True, turn_ended_at=stop, now=NOW)
+
+    assert (line.state, line.text, line.since, line.idle_at) == ("idle", "Idle", stop, None)
+    assert line.since_title.startswith("Its turn ended ")
+
+
+def test_a_step_after_the_turn_ended_is_a_new_turn():
+    stop = NOW - timedelta(seconds=30)
+    later = step(outcome="ok", started_at=stop + timedelta(seconds=5), ended_at=NOW)
+    running = step(outcome="running", started_at=stop + timedelta(seconds=5))
+
+    assert now_line(later, last_event=stop, running=True, turn_ended_at=stop).state == "thinking"
+    assert now_line(running, last_event=stop, running=True, turn_ended_at=stop).state == "running"
+
+
+def test_after_a_new_prompt_it_thinks_since_the_prompt_not_since_its_last_step():
+    long_ago = NOW - timedelta(hours=2)
+    prompt = NOW - timedelta(seconds=4)
+    done = step(outcome="ok", started_at=long_ago, ended_at=long_ago)
+
+    line = now_line(done, last_event=prompt, running=True, now=NOW)
+
+    assert (line.state, line.since) == ("thinking", prompt)
+
+
+def lines(session: Session) -> tuple[str, str]:
+    """What the main agent's card and the session's row say."""
+    [card, *_] = board_cards(session)
+    [summary] = session_summaries([session])
+    return card.now.state, summary.now.state
+
+
+def test_a_stop_makes_the_card_and_the_row_idle_until_the_next_prompt(hook):
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "t-1"))
+    hook(tool_event("PostToolUse", "t-1", tool_response={}))
+    session = Session.objects.get()
+    assert lines(session) == ("thinking", "thinking")
+
+    hook(load_fixture("stop.json"))
+
+    agent = Agent.objects.get()
+    assert agent.turn_ended_at is not None
+    assert lines(session) == ("idle", "idle")
+    [card] = board_cards(session)
+    assert card.now.since == agent.turn_ended_at
+
+    hook(load_fixture("user_prompt_submit.json"))
+    assert Agent.objects.get().turn_ended_at is None
+    assert lines(session) == ("thinking", "thinking")
+
+    hook(load_fixture("stop.json"))
+    hook(tool_event("PreToolUse", "t-2"))  # a step of a new turn, without a prompt
+    assert lines(session) == ("running", "running")
+    hook(tool_event("PostToolUse", "t-2", tool_response={}))
+    assert lines(session) == ("thinking", "thinking")
+
+
+def test_a_subagents_stop_does_not_end_the_sessions_turn(hook):
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "t-1"))
+    hook(tool_event("PostToolUse", "t-1", tool_response={}))
+    hook(load_fixture("subagent_start.json"))
+    hook(load_fixture("subagent_stop.json"))
+
+    [summary] = session_summaries([Session.objects.get()])
+    assert summary.now.state == "thinking"
+
+
+def test_codex_and_opencode_turn_ends_make_the_line_idle(agent_api):
+    codex = Path(__file__).resolve().parents[1] / "fixtures" / "codex"
+    for name in ("session_start.json", "post_tool_use_bash.json", "stop.json"):
+        payload = json.loads((codex / name).read_text())
+        assert agent_api.post("/hooks/codex", payload).status_code == 200, name
+
+    created = {"info": {"id": "ses_idle", "directory": "/work/shop", "title": ""}}
+    agent_api.post("/hooks/opencode", {"type": "session.created", "properties": created})
+    call = {"sessionID": "ses_idle", "callID": "call_1", "tool": "bash"}
+    for state in ("running", "completed"):
+        props = {**call, "input": {"command": "pytest -q"}, "status": state}
+        agent_api.post("/hooks/opencode", {"type": "agentboard.tool", "properties": props})
+    idle = {"type": "session.idle", "properties": {"sessionID": "ses_idle"}}
+    assert agent_api.post("/hooks/opencode", idle).status_code == 200
+
+    summaries = session_summaries(list(Session.objects.all()))
+    assert {s.session.client: s.now.state for s in summaries} == {
+        "codex": "idle",
+        "opencode": "idle",
+    }
+
+    prompt = {
+        "type": "agentboard.activity",
+        "properties": {"sessionID": "ses_idle", "kind": "prompt"},
+    }
+    agent_api.post("/hooks/opencode", prompt)
+    assert session_summaries([Session.objects.get(client="opencode")])[0].now.state == "thinking"
+
+
+def _stop_statements(user, event: str) -> list[str]:
+    """The statements of a write of `event` (as its hook makes it), in a batch of its own."""
+    from dashboard.core.writer import Writer, _Job
+    from dashboard.integrations.claude_code import hooks
+    from dashboard.integrations.claude_code.schemas import HookInput
+
+    name = {"Stop": "stop.json", "UserPromptSubmit": "user_prompt_submit.json"}[event]
+    hook_input = HookInput.model_validate(load_fixture(name))
+    if event == "Stop":
+        job = _Job(func=hooks.record_event, kwargs={"owner": user, "hook": hook_input}, loop=None)
+    else:
+        payload = load_fixture(name)
+        kwargs = {"owner": user, "hook": hook_input, "payload": payload}
+        job = _Job(func=hooks.record_and_enforce, kwargs=kwargs, loop=None)
+    job.future.set_running_or_notify_cancel()
+    with CaptureQueriesContext(connection) as queries:
+        outcomes, _ = Writer()._transaction([job])
+    assert outcomes[0][2] is None
+    return [q["sql"] for q in queries.captured_queries]
+
+
+@pytest.mark.parametrize("event", ["Stop", "UserPromptSubmit"])
+def test_the_turns_end_and_start_are_saved_with_the_agents_touch_not_by_a_query_of_their_own(
+    hook, user, event
+):
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "t-1"))
+
+    statements = _stop_statements(user, event)
+
+    agent_updates = [sql for sql in statements if sql.startswith('UPDATE "dashboard_agent"')]
+    assert len(agent_updates) == 1
+    assert "turn_ended_at" in agent_updates[0] and "last_seen_at" in agent_updates[0]
+
+
+def test_an_agent_the_enforcer_continues_after_its_countdown_is_thinking_again(hook, settings):
+    settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS = 0.2
+    hook(load_fixture("session_start.json"))
+    hook(load_fixture("post_tool_use_todowrite.json"))  # a task in progress
+    session = Session.objects.get()
+
+    assert hook(load_fixture("stop.json")).json()["decision"] == "block"
+
+    assert Agent.objects.get().turn_ended_at is None
+    assert lines(session) == ("thinking", "thinking")

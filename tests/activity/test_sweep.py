@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
 from django.utils import timezone
 
 from dashboard.activity.models import Concern, Step
@@ -17,6 +18,7 @@ from dashboard.models import Agent, Session
 from dashboard.settings import step_limits
 from planmode.inbox import inbox_items, waiting
 from tests.activity.conftest import load_fixture, tool_event
+from tests.activity.test_recording import _run_batch, _step_jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -34,6 +36,11 @@ def age(minutes: float) -> None:
         Step.objects.filter(pk=step.pk).update(
             started_at=step.started_at - back,
             ended_at=step.ended_at - back if step.ended_at else None,
+        )
+    for concern in Concern.objects.all():
+        Concern.objects.filter(pk=concern.pk).update(
+            since=concern.since - back,
+            ended_at=concern.ended_at - back if concern.ended_at else None,
         )
 
 
@@ -67,6 +74,28 @@ def test_an_agent_quiet_for_long_with_a_task_in_progress_is_stuck_once(hook):
     age(11)
     assert len(sweep()) == 1
     assert Concern.objects.count() == 2
+
+
+def test_a_dismissed_episode_is_not_flagged_again_until_the_agent_moves(hook, user, settings):
+    settings.AGENTBOARD_STEP_LIMITS = {"Bash": 600.0}
+    working(hook)
+    hook(load_fixture("session_start.json", session_id="sess-long"))
+    hook(tool_event("PreToolUse", "toolu_long", session_id="sess-long"))
+    age(11)
+    assert len(sweep()) == 2
+    browser = Client()
+    browser.force_login(user)
+    for concern in Concern.objects.all():
+        assert browser.post(f"/concerns/{concern.pk}/dismiss/").status_code == 204
+
+    assert sweep() == []
+    assert waiting() == []
+
+    # The stuck agent takes a step and goes quiet again: a new episode.
+    hook(tool_event("PreToolUse", "toolu_next"))
+    hook(tool_event("PostToolUse", "toolu_next", tool_response={}))
+    age(11)
+    assert [Concern.objects.get(pk=pk).kind for pk in sweep()] == ["stuck"]
 
 
 def test_the_stuck_minutes_are_a_setting_and_zero_is_off(hook, settings):
@@ -125,11 +154,42 @@ def test_a_step_running_past_its_tools_limit_runs_long_once(hook, settings):
         "“npm run test -- --watch=false” has run longer than the Bash limit of 10 min"
     )
 
+    # Its end ends the episode at once, without waiting for the next sweep.
     hook(tool_event("PostToolUse", "toolu_long", tool_response={}))
-    sweep()
     concern.refresh_from_db()
-    assert concern.ended_at is not None
+    assert (concern.ended_at is not None, concern.end_reason) == (True, "step ended")
     assert waiting() == []
+
+
+def test_other_steps_leave_a_step_running_long_flagged_and_cost_no_query(hook, user, settings):
+    settings.AGENTBOARD_STEP_LIMITS = {"Bash": 600.0}
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "toolu_long"))
+    age(11)
+    sweep()
+
+    queries = _run_batch(_step_jobs(user, 4, prefix="other"))  # other calls start and end
+
+    assert not [q for q in queries if "activity_concern" in q["sql"]]
+    assert Concern.objects.get().ended_at is None
+    assert [w.kind for w in waiting()] == ["look"]
+
+
+def test_of_two_long_steps_at_once_the_one_still_running_is_flagged_when_the_first_ends(
+    hook, settings
+):
+    settings.AGENTBOARD_STEP_LIMITS = {"Bash": 600.0}
+    hook(load_fixture("session_start.json"))
+    hook(tool_event("PreToolUse", "toolu_first"))
+    hook(tool_event("PreToolUse", "toolu_second", tool_input={"command": "make e2e"}))
+    age(11)
+    sweep()
+    hook(tool_event("PostToolUse", "toolu_first", tool_response={}))
+    assert waiting() == []
+
+    (opened,) = sweep()
+
+    assert Concern.objects.get(pk=opened).detail.startswith("“make e2e” has run longer")
 
 
 def test_tools_without_a_limit_run_as_long_as_they_like(hook, settings):

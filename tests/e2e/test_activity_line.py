@@ -101,3 +101,29 @@ def test_the_row_and_the_cards_say_what_each_agent_is_doing_live(
         assert "Editing orders/views.py" in row.locator("[data-now]").inner_text()
     finally:
         context.close()
+
+
+def test_the_line_says_idle_the_moment_the_turn_ends_on_every_open_page(agentboard_server, page):
+    server = agentboard_server
+    hook(server, "PreToolUse", "toolu_pytest")
+    hook(server, "PostToolUse", "toolu_pytest", tool_response={"stdout": "ok"})
+    login(page, server)
+    board = page.context.new_page()
+    board.goto(f"{server.url}/sessions/{SESSION}/")
+    for each in (page, board):
+        each.wait_for_selector("#connection[data-state=live]")
+    row = page.locator(f".session-row:has(a[href='/sessions/{SESSION}/']) [data-now]")
+    card = board.locator("article.card [data-now]").first
+    assert row.get_attribute("data-now") == card.get_attribute("data-now") == "thinking"
+
+    hook(server, "Stop", "", stop_hook_active=False)
+
+    for line in (row, card):
+        line.and_(line.page.locator("[data-now=idle]")).wait_for(timeout=3000)
+        assert line.inner_text().startswith("Idle · ")
+        assert line.locator("time").get_attribute("title").startswith("Its turn ended ")
+    screenshot(board, "activity-turn-ended")
+
+    hook(server, "UserPromptSubmit", "", prompt="Now write the changelog")
+    for line in (row, card):
+        line.and_(line.page.locator("[data-now=thinking]")).wait_for(timeout=3000)

@@ -11,6 +11,7 @@ import urllib.request
 import pytest
 
 from tests.conftest import login, screenshot
+from tests.e2e import seed
 from tests.e2e.test_board_live import put_todos
 
 pytestmark = pytest.mark.browser
@@ -103,3 +104,28 @@ def test_without_a_cancel_the_agent_is_continued(server_factory, page):
         "() => document.querySelector('#history').innerText.includes('Continued')"
     )
     assert page.locator("article.card .toast").count() == 0
+
+
+def test_during_the_countdown_the_card_waits_and_once_cancelled_it_is_idle(
+    slow_countdown_server, page
+):
+    server = slow_countdown_server
+    put_todos(server, SESSION, SESSION, UNFINISHED)
+    call = {"tool_name": "Bash", "tool_input": {"command": "pytest"}, "tool_use_id": "toolu_1"}
+    seed.hook(server, "PreToolUse", SESSION, cwd="/home/dev/shop", **call)
+    seed.hook(server, "PostToolUse", SESSION, cwd="/home/dev/shop", tool_response={}, **call)
+    login(page, server)
+    page.goto(f"{server.url}/sessions/{SESSION}/")
+    page.wait_for_selector("#connection[data-state=live]")
+    line = page.locator("article.card [data-now]")
+    assert line.get_attribute("data-now") == "thinking"
+
+    hook = HookInBackground(server)
+    hook.start()
+    page.locator("article.card .toast").wait_for()
+    assert line.count() == 0  # waiting on the countdown, not "Thinking"
+
+    page.get_by_role("button", name="Cancel the continuation of main").click()
+    hook.join(timeout=10)
+    page.locator("article.card [data-now=idle]").wait_for()
+    assert line.inner_text().startswith("Idle · ")

@@ -171,3 +171,48 @@ def test_the_card_says_when_oh_my_opencodes_enforcer_looks_after_the_session(
     note = board.find("article", cls="card").find(cls="card-note").text()
     assert "oh-my-opencode continues this agent with its own enforcer" in note
     assert "oh-my-opencode" in board.find(cls="enforcer-switch").text()
+
+
+def _tool_batch(user, session_id: str, prefix: str) -> list[str]:
+    """The statements of one writer batch of four tool events (two calls) of an opencode
+    session, as its plugin reports them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from dashboard.activity.services import steps_store
+    from dashboard.activity.summaries import step_draft
+    from dashboard.core.writer import Writer, _Job
+    from dashboard.integrations.opencode.views import _step_record
+
+    writer = Writer()
+    writer.within_batch.append(steps_store)
+    jobs = []
+    for n in range(4):
+        draft = step_draft(
+            tool_use_id=f"{prefix}-{n // 2}",
+            tool_name="bash",
+            tool_input={"command": f"make {n}"},
+            at=timezone.now(),
+            outcome="running" if n % 2 == 0 else "ok",
+        )
+        kwargs = {"owner": user, "opencode_id": session_id, "step": draft}
+        jobs.append(_Job(func=_step_record, kwargs=kwargs, loop=None))
+        jobs[-1].future.set_running_or_notify_cancel()
+    with CaptureQueriesContext(connection) as queries:
+        outcomes, _ = writer._transaction(jobs)
+    assert all(error is None for _, _, error in outcomes)
+    return [q["sql"] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+
+
+def test_a_subagents_steps_cost_no_query_of_their_own_like_the_main_agents(opencode, user):
+    opencode(session_event("created"))
+    opencode(session_event("created", SUBAGENT, parentID=SESSION))
+    _tool_batch(user, SESSION, "warm")  # what needs a look is read once per process
+
+    main = _tool_batch(user, SESSION, "main")
+    child = _tool_batch(user, SUBAGENT, "child")
+
+    assert len(child) == len(main)
+    assert not [sql for sql in child if "dashboard_agent" in sql or "dashboard_session" in sql]
+    assert Agent.objects.get(agent_id=SUBAGENT).steps.count() == 2

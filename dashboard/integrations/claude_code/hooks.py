@@ -127,6 +127,8 @@ STEP_OUTCOMES = {
 }
 # Events after which none of the agent's tool calls is still running.
 INTERRUPTING = frozenset({"Stop", "SubagentStop", "UserPromptSubmit", "SessionEnd"})
+# How an event leaves the agent's turn: ended (it waits for a prompt), or a new one begun.
+TURN_ENDED_BY = {"Stop": True, "SubagentStop": True, "StopFailure": True, "UserPromptSubmit": False}
 
 
 # --- the view ------------------------------------------------------------------------------
@@ -444,9 +446,18 @@ def hook_observe(
         agent.save(update_fields=["status", "stopped_at"])
     if session_fields:
         session.save(update_fields=session_fields)
-    agent_touch(agent=agent, coarse=coarse, ending=event == "SessionEnd")
+    turn_ended = TURN_ENDED_BY.get(event)
+    agent_touch(
+        agent=agent, coarse=coarse, ending=event == "SessionEnd", turn_ended=turn_ended, now=now
+    )
     changes = Changes()
-    if notify or session_fields or resolved.agent_created or resolved.session_created:
+    if (
+        notify
+        or session_fields
+        or turn_ended is not None
+        or resolved.agent_created
+        or resolved.session_created
+    ):
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)

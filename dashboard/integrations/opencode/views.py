@@ -25,6 +25,7 @@ from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.origin import origin_from_headers, origin_note
 from dashboard.core.services import (
+    KNOWN_AGENTS_SIZE,
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
@@ -68,6 +69,10 @@ PLACEHOLDER_TITLE = re.compile(r"^(New|Child) session - ")
 SUBAGENT_TITLE = re.compile(r"\(@([\w.-]{1,100}) subagent\)\s*$")
 # opencode's permission names for the tools the inbox knows how to show.
 TOOL_NAMES = {"bash": "Bash", "edit": "Edit", "write": "Write", "webfetch": "WebFetch"}
+
+# A subagent's opencode session id -> the board session it is an agent of, once placed there:
+# its steps then cost no query, like a main agent's (`known_agent`). A subagent never moves.
+_subagent_sessions: dict[str, str] = {}
 
 
 @agent_endpoint("Send opencode events with POST.")
@@ -127,8 +132,10 @@ def _observe(
     cwd: str = "",
     title: str = "",
     notify: bool = False,
+    turn_ended: bool | None = None,
 ) -> tuple[ResolvedAgent, Changes]:
-    """Any event's news about its session and agent (inside the writer's transaction)."""
+    """Any event's news about its session and agent (inside the writer's transaction);
+    `turn_ended` as `agent_touch` takes it."""
     assert transaction.get_connection().in_atomic_block
     if parent_id:
         session_id, agent_id = _place(owner, parent_id)[0], opencode_id
@@ -146,6 +153,10 @@ def _observe(
     )
     agent = resolved.agent
     session = agent.session
+    if agent_id != session_id:
+        if len(_subagent_sessions) >= KNOWN_AGENTS_SIZE:
+            _subagent_sessions.clear()
+        _subagent_sessions[agent_id] = session_id
     fields = []
     if session.ended_at is not None:
         fields.append("ended_at")  # any later event brings it back (`agent_touch` saves it)
@@ -160,9 +171,15 @@ def _observe(
         agent.status, agent.stopped_at = Agent.Status.RUNNING, None
         agent.save(update_fields=["status", "stopped_at"])
         fields.append("status")
-    agent_touch(agent=agent)
+    agent_touch(agent=agent, turn_ended=turn_ended)
     changes = Changes()
-    if notify or fields or resolved.agent_created or resolved.session_created:
+    if (
+        notify
+        or fields
+        or turn_ended is not None
+        or resolved.agent_created
+        or resolved.session_created
+    ):
         changes = resolved.changes()
     return resolved, changes
 
@@ -238,9 +255,10 @@ async def _tool(owner: AbstractBaseUser, call: ToolProperties) -> None:
 
 
 def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) -> Outcome[None]:
-    """A main agent this process knows costs no query (the writer stores the batch's steps
-    together); a subagent's session is placed first."""
-    known = known_agent(owner=owner, session_id=opencode_id, agent_id=opencode_id)
+    """An agent this process knows, main or subagent, costs no query (the writer stores the
+    batch's steps together); a subagent's session is placed first."""
+    session_id = _subagent_sessions.get(opencode_id, opencode_id)
+    known = known_agent(owner=owner, session_id=session_id, agent_id=opencode_id)
     if known is not None:
         return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
     resolved, changes = _observe(owner=owner, opencode_id=opencode_id)
@@ -254,7 +272,9 @@ def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) 
 def _idle_seen(*, owner: AbstractBaseUser, event: IdleEvent) -> Outcome[tuple[int, bool] | None]:
     """The agent's pk and whether it is in a streak of continuations, or None for a
     subagent's session (a prompt there would not reach the session that waits for it)."""
-    resolved, changes = _observe(owner=owner, opencode_id=event.properties.sessionID)
+    resolved, changes = _observe(
+        owner=owner, opencode_id=event.properties.sessionID, turn_ended=True
+    )
     agent = resolved.agent
     if agent.agent_id != agent.session.session_id:
         return Outcome(None, changes)
@@ -281,13 +301,16 @@ def _enforcer_event(
     session_id = event.properties.sessionID
     if session_id is None:
         return Outcome(None)
-    resolved, changes = _observe(owner=owner, opencode_id=session_id)
+    prompt = isinstance(event, ActivityEvent) and event.properties.kind == "prompt"
+    resolved, changes = _observe(
+        owner=owner, opencode_id=session_id, turn_ended=False if prompt else None
+    )
     agent = resolved.agent
     if isinstance(event, ErrorEvent):
         changes.merge(enforcer.on_error(agent=agent))
     elif isinstance(event, OtherEnforcerEvent):
         changes.merge(enforcer.other_enforcer_found(agent=agent, name=event.properties.name))
-    elif event.properties.kind == "prompt":
+    elif prompt:
         changes.merge(enforcer.on_user_prompt(agent=agent).changes)
     else:
         changes.merge(enforcer.on_activity(agent=agent))

@@ -27,7 +27,7 @@ def folder_projects(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0006_session_other_enforcer"),
+        ("dashboard", "0007_agent_turn_ended_at"),
     ]
 
     operations = [

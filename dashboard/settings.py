@@ -134,6 +134,7 @@ INSTALLED_APPS = [
     "planmode",
     "dashboard.activity",
     "dashboard.notifications",
+    "dashboard.projects",
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the

@@ -24,6 +24,7 @@ urlpatterns = [
     path("continuations/<int:pk>/cancel/", views.continuation_cancel, name="continuation-cancel"),
     path("concerns/<int:pk>/dismiss/", views.concern_dismiss_view, name="concern-dismiss"),
     path("plans/", include("planmode.urls")),
+    path("projects/", include("dashboard.projects.urls")),
     path("inbox/", include("planmode.inbox_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -92,6 +92,8 @@ class BoardConsumer(Consumer):
         # "queue" on the review queue, a plan id on a review page.
         self.plans_page = query.get("plans", [""])[0]
         self.inbox_page = bool(query.get("inbox"))
+        # A page that shows only the header's count of what waits (the projects pages).
+        self.header_only = bool(query.get("header"))
         # The overview filtered to one kind of agent (`?client=`); any other value lists all.
         client = query.get("client", [""])[0]
         self.client = client if client in Client.values else ""
@@ -99,7 +101,9 @@ class BoardConsumer(Consumer):
         # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
         self.audience = await database_sync_to_async(audience_of)(user)
         header = publisher.header_group(self.audience)
-        if self.inbox_page:
+        if self.header_only:
+            self.live_groups = [header]
+        elif self.inbox_page:
             self.live_groups = [publisher.inbox_group(self.audience), header]
         elif self.plans_page:
             self.live_groups = [publisher.PLANS_GROUP, header]
@@ -131,6 +135,8 @@ class BoardConsumer(Consumer):
     @database_sync_to_async
     def _snapshot(self) -> str:
         parts = [publisher.render_plans_waiting(self.audience)]
+        if self.header_only:
+            return "".join(parts)
         if self.inbox_page:
             parts.append(publisher.render_inbox(self.audience))
         elif self.plans_page:

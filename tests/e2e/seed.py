@@ -247,12 +247,14 @@ class LongNames:
     plan: int = 0
 
 
-def add_owner(server: LiveServer, username: str) -> str:
+def add_owner(server: LiveServer, username: str, full_name: str = "") -> str:
     """Another person with an agent token (as `create_token` makes one); returns the token."""
+    first, _, last = full_name.partition(" ")
     script = (
         "from django.contrib.auth import get_user_model\n"
         "from dashboard.models import AgentToken\n"
-        f"user = get_user_model().objects.create_user({username!r}, password='not-used-here')\n"
+        f"user = get_user_model().objects.create_user({username!r}, password='not-used-here',"
+        f" first_name={first!r}, last_name={last!r})\n"
         "print(AgentToken.issue(owner=user, label='laptop')[1])\n"
     )
     done = subprocess.run(
@@ -367,3 +369,20 @@ def seed_steps(server: LiveServer, session_id: str, *, running: bool = True) -> 
     call("s-build-2", "Bash", {"command": "make build"}, "failed")
     if running:
         call("s-serve", "Bash", {"command": "npm run dev"}, "running")
+
+
+def hook_from(
+    server: LiveServer, token: str, body: dict, *, repository: str = "", host: str = ""
+) -> dict:
+    """A hook sent as `agentboard hook` sends it from a machine: with its repository and host."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if repository:
+        headers["X-Agentboard-Repository"] = repository
+    if host:
+        headers["X-Agentboard-Host"] = host
+    request = urllib.request.Request(
+        f"{server.url}/hooks/claude-code", data=json.dumps(body).encode(), method="POST",
+        headers=headers,
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)

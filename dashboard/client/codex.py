@@ -198,6 +198,55 @@ def install_codex(
 # --- the hook command ---------------------------------------------------------------------------
 
 
+# How much of the end of Codex's transcript is read for a command's exit code.
+TRANSCRIPT_TAIL_BYTES = 256 * 1024
+
+
+def with_exit_code(payload: dict[str, Any]) -> dict[str, Any]:
+    """A command's PostToolUse with its exit code. Codex's hook input tells only the output
+    (`false` and `true` look alike); its transcript (`transcript_path`) has the call's end
+    already, with the exit code the board needs to tell a failed command from a working one."""
+    path, call_id = payload.get("transcript_path"), payload.get("tool_use_id")
+    if (
+        payload.get("hook_event_name") != "PostToolUse"
+        or "exit_code" in payload
+        or not isinstance(path, str)
+        or not isinstance(call_id, str)
+        or not call_id
+    ):
+        return payload
+    code = transcript_exit_code(Path(path), call_id)
+    return payload if code is None else {**payload, "exit_code": code}
+
+
+def transcript_exit_code(transcript: Path, call_id: str) -> int | None:
+    """The exit code Codex recorded for the command `call_id` (its `item_completed` event,
+    near the end of the transcript), or None when it is not there or cannot be read."""
+    try:
+        with transcript.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            tail = file.read()
+    except OSError:
+        return None
+    needle = call_id.encode()
+    for line in reversed(tail.splitlines()):
+        if needle not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        event = entry.get("payload") if isinstance(entry, dict) else None
+        item = event.get("item") if isinstance(event, dict) else None
+        if not isinstance(item, dict) or item.get("id") != call_id:
+            continue
+        code = item.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
+    return None
+
+
 def run_codex_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """Always 0, and no output when anything fails: Codex must never be broken by the board."""
     try:
@@ -210,7 +259,7 @@ def run_codex_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: Te
                 _while_parent_lives(_in_thread(forward, held, payload, CODEX_HOOK_PATH))
             )
         else:
-            output = forward(config, with_git_branch(payload), CODEX_HOOK_PATH)
+            output = forward(config, with_exit_code(with_git_branch(payload)), CODEX_HOOK_PATH)
     except HookFailed as failure:
         print(f"agentboard: {failure}", file=stderr)
         return 0

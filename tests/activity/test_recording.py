@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.activity.models import Step
+from dashboard.activity.models import Concern, Step
 from dashboard.activity.services import steps_store
 from dashboard.activity.summaries import step_draft
 from dashboard.core.changes import Changes, Outcome
@@ -226,6 +226,21 @@ def test_an_opencode_tool_call_is_a_step_from_running_to_its_error(agent_api):
     (step,) = steps()
     assert (step.summary, step.outcome, step.error) == ("pytest -q", "failed", "1 failed")
     assert step.agent.agent_id == "ses_a1"
+
+
+def test_an_opencode_command_that_exited_non_zero_failed_and_three_alike_are_a_loop(agent_api):
+    created = {"info": {"id": "ses_a1", "directory": "/work/shop", "title": ""}}
+    agent_api.post("/hooks/opencode", {"type": "session.created", "properties": created})
+    # opencode's bash ends "completed" whatever its command exited with; the plugin adds `exit`.
+    for n, exit_code in enumerate([2, 2, 2, 0]):
+        call = {"sessionID": "ses_a1", "callID": f"call_{n}", "tool": "bash", "exit": exit_code}
+        ended = {**call, "status": "completed", "input": {"command": "pytest -q"}}
+        agent_api.post("/hooks/opencode", {"type": "agentboard.tool", "properties": ended})
+
+    assert [(s.outcome, s.error) for s in steps()] == [("failed", "Exit code 2")] * 3 + [("ok", "")]
+    (concern,) = Concern.objects.all()
+    assert (concern.kind, concern.detail) == ("looping", "“pytest -q” failed 3 times in a row")
+    assert concern.end_reason == "healthy step"
 
 
 def test_a_batch_whose_steps_cannot_be_stored_still_commits_its_writes(hook, monkeypatch):

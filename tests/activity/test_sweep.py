@@ -4,6 +4,8 @@ Each is one episode, notified once, ended when the agent moves on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -19,6 +21,7 @@ from dashboard.settings import step_limits
 from planmode.inbox import inbox_items, waiting
 from tests.activity.conftest import load_fixture, tool_event
 from tests.activity.test_recording import _run_batch, _step_jobs
+from tests.liveserver import ROOT, server_env
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +233,18 @@ def test_a_stuck_agent_notifies_once_per_episode(hook, reviewer):
         "Needs a look — Stuck: no step while 'Store the theme in the settings context' is in "
         "progress"
     )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_the_sweep_interval_is_checked_at_start(tmp_path, value):
+    env = server_env(tmp_path) | {"AGENTBOARD_CONCERN_SWEEP_SECONDS": value}
+    started = subprocess.run(
+        [sys.executable, "-c", "import dashboard.settings"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode != 0
+    assert "AGENTBOARD_CONCERN_SWEEP_SECONDS must be" in started.stderr

@@ -30,6 +30,7 @@ import pytest
 
 from tests.claude_cli.install import CLI, VERSIONS
 from tests.claude_cli.model_server import ModelServer, ToolResult, Turn
+from tests.conftest import Element, parse_html
 from tests.liveserver import ROOT, LiveServer
 
 # Any key will do for the scripted model; the CLI only asks that one is set (and approved).
@@ -403,6 +404,37 @@ def board_get(board: LiveServer, path: str) -> Any:
         return json.load(response)
 
 
+@dataclass(frozen=True)
+class Concern:
+    """An episode of an agent needing a look, as the board stored it."""
+
+    kind: str
+    detail: str
+    ended: bool
+    end_reason: str
+
+
+def concerns(board: LiveServer, session_id: str) -> list[Concern]:
+    """The session's concerns, oldest first, read from the board's database."""
+    rows = board.query(
+        "SELECT c.kind, c.detail, c.ended_at, c.end_reason FROM activity_concern c "
+        "JOIN dashboard_session s ON s.id = c.session_id WHERE s.session_id = %s ORDER BY c.id",
+        (session_id,),
+    )
+    return [Concern(kind, detail, ended is not None, why) for kind, detail, ended, why in rows]
+
+
+@dataclass(frozen=True)
+class Looks:
+    """Where a session needs a look, as the lead reads it on the pages the board serves."""
+
+    count: int  # the header's one count of what waits on a person
+    row: str  # the session's overview row
+    banner: str  # its board's banner, the items that ask for a look
+    card: str  # its agents' cards, the lines that ask for a look
+    inbox: str  # the inbox, the items that ask for a look
+
+
 class Lead:
     """The team lead, logged in to the board in a browser-like session (cookies, CSRF)."""
 
@@ -432,6 +464,30 @@ class Lead:
         csrf = next(c.value for c in self.cookies if c.name == "csrftoken")
         data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": csrf}).encode()
         return self._open(urllib.request.Request(self.board.url + path, data=data, method="POST"))
+
+    def looks(self, session_id: str) -> Looks:
+        """What the overview, the session's board and the inbox say needs a look."""
+        overview = parse_html(self.get("/"))
+        board = parse_html(self.get(f"/sessions/{session_id}/"))
+        inbox = parse_html(self.get("/inbox/"))
+        link = f"/sessions/{session_id}/"
+        rows = [
+            row
+            for row in overview.find_all("li", cls="session-row")
+            if row.find_all("a", href=link)
+        ]
+        assert len(rows) == 1, f"The overview has {len(rows)} rows for session {session_id}."
+
+        def read(elements: list[Element]) -> str:
+            return " | ".join(element.text() for element in elements)
+
+        return Looks(
+            count=int(overview.find(id="plans-waiting").attrs["data-count"] or 0),
+            row=rows[0].text(),
+            banner=read(board.find(id="session-attention").find_all(data_wait="look")),
+            card=read(board.find_all("p", cls="card-waiting", data_wait="look")),
+            inbox=read(inbox.find_all("li", data_kind="look")),
+        )
 
     def pending_plan_ids(self) -> list[int]:
         """The plans waiting in the review queue."""

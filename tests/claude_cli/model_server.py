@@ -10,6 +10,9 @@ is left for a request, the model says "Done." and ends its turn.
 Like a real model, a turn calling a tool the CLI has deferred (offered by name only, newer
 versions) first loads it with ToolSearch; the turn itself follows on the next request.
 
+A held turn (`Turn.hold()`) is a model that stopped answering: the request that takes it gets
+nothing back until the test releases it.
+
 Every request body is recorded, so a test can assert what the model received: a tool result,
 an injected reminder, a continuation prompt arriving as a user turn.
 """
@@ -31,6 +34,8 @@ Block = dict[str, Any]
 # CLI named in its system reminder).
 ToolInput = dict[str, Any] | Callable[["Request"], dict[str, Any]]
 _ids = itertools.count(1)
+# The longest a held turn waits for its release (a test that fails first leaves it held).
+HOLD_LIMIT = 60
 
 
 def _new_id(prefix: str) -> str:
@@ -44,6 +49,19 @@ class Turn:
     blocks: list[Block]
     # Only a request matching this takes the turn (e.g. one from a subagent); others wait.
     when: Callable[[Request], bool] | None = None
+    # A held turn is answered only once released (`release()`): until then the request that
+    # took it stays open with nothing sent back, as with a model that stopped answering.
+    gate: threading.Event | None = None
+    # Set when a request took the turn (a held one: the CLI is waiting for it).
+    taken: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def hold(self) -> Turn:
+        self.gate = threading.Event()
+        return self
+
+    def release(self) -> None:
+        assert self.gate is not None, "Only a held turn can be released."
+        self.gate.set()
 
     @property
     def tool_names(self) -> list[str]:
@@ -59,7 +77,7 @@ class Turn:
             {**b, "input": b["input"](request)} if callable(b.get("input")) else b
             for b in self.blocks
         ]
-        return Turn(blocks, self.when)
+        return Turn(blocks, self.when, self.gate, self.taken)
 
     @property
     def tool_use_ids(self) -> list[str]:
@@ -227,6 +245,7 @@ class ModelServer:
                 query = "select:" + ",".join(dict.fromkeys(missing))
                 return tool("ToolSearch", {"query": query, "max_results": 5})
             self.script.remove(turn)
+            turn.taken.set()
             return turn
 
     # --- what the model received -------------------------------------------------------------
@@ -338,6 +357,8 @@ class _Handler(BaseHTTPRequestHandler):
             turn = self.model.next_turn(request)
         turn = turn.for_request(request)
         request.answered_with = turn
+        if turn.gate is not None:
+            turn.gate.wait(HOLD_LIMIT)
         if body.get("stream"):
             self._stream(body, turn)
         else:

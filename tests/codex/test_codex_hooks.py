@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.activity.models import Step
+from dashboard.activity.models import Concern, Step
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.codex.schemas import CodexToolInput
 from dashboard.models import Agent, Client, Session
@@ -218,3 +218,18 @@ def test_a_tool_whose_input_is_not_an_object_still_counts_as_a_step(hook):
 
     assert hook(patch).status_code == 200
     assert AgentTracking.objects.get().steps_since_write == 1
+
+
+def test_a_command_that_exited_non_zero_failed_and_three_alike_are_a_loop(hook):
+    for n in range(3):
+        hook(load_fixture("post_tool_use_bash.json", tool_use_id=f"call_ls_{n}", exit_code=2))
+
+    steps = list(Step.objects.order_by("pk").values_list("outcome", "error"))
+    assert steps == [("failed", "Exit code 2")] * 3
+    (concern,) = Concern.objects.all()
+    assert (concern.kind, concern.detail) == ("looping", "“ls src” failed 3 times in a row")
+
+    hook(load_fixture("post_tool_use_bash.json", tool_use_id="call_ls_3", exit_code=0))
+    assert Step.objects.order_by("pk").last().outcome == "ok"
+    concern.refresh_from_db()
+    assert concern.end_reason == "healthy step"

@@ -75,21 +75,37 @@ class Project:
     env: dict[str, str]
     window: Terminal | None = None
 
-    def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    def exec_command(self, prompt: str) -> list[str]:
         """`codex exec`: one turn without a terminal (it never asks for approval)."""
+        return [
+            str(self.codex),
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            prompt,
+        ]
+
+    def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+        """`codex exec` to its end."""
         return subprocess.run(
-            [
-                str(self.codex),
-                "exec",
-                "--skip-git-repo-check",
-                "--dangerously-bypass-hook-trust",
-                prompt,
-            ],
+            self.exec_command(prompt),
             cwd=self.directory,
             env=self.env,
             capture_output=True,
             text=True,
             timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def start(self, prompt: str) -> subprocess.Popen[str]:
+        """`codex exec` in the background."""
+        return subprocess.Popen(
+            self.exec_command(prompt),
+            cwd=self.directory,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             stdin=subprocess.DEVNULL,
         )
 

@@ -6,6 +6,9 @@ when nothing is left the model says "Done." and ends its turn. Requests Codex ma
 (the interactive CLI asks for a title for the thread, offering no tools) get a short answer and
 leave the script alone.
 
+A held turn (`Turn.hold()`) is a model that stopped answering: the request that takes it gets
+nothing back until the test releases it.
+
 Every request body is recorded, so a test can assert what the model received: a tool's output
 (the reviewer's denial), or a continuation prompt arriving as a user message.
 """
@@ -24,6 +27,8 @@ from typing import Any
 Item = dict[str, Any]
 Arguments = dict[str, Any] | Callable[["Request"], dict[str, Any]]
 _ids = itertools.count(1)
+# The longest a held turn waits for its release (a test that fails first leaves it held).
+HOLD_LIMIT = 60
 
 
 def _new_id(prefix: str) -> str:
@@ -35,6 +40,19 @@ class Turn:
     """One model response: output items (a message and/or function calls)."""
 
     items: list[Item]
+    # A held turn is answered only once released (`release()`): until then the request that
+    # took it stays open with nothing sent back, as with a model that stopped answering.
+    gate: threading.Event | None = None
+    # Set when a request took the turn (a held one: Codex is waiting for it).
+    taken: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def hold(self) -> Turn:
+        self.gate = threading.Event()
+        return self
+
+    def release(self) -> None:
+        assert self.gate is not None, "Only a held turn can be released."
+        self.gate.set()
 
     @property
     def call_ids(self) -> list[str]:
@@ -47,7 +65,7 @@ class Turn:
             if callable(item.get("arguments")):
                 item = {**item, "arguments": json.dumps(item["arguments"](request))}
             items.append(item)
-        return Turn(items)
+        return Turn(items, self.gate, self.taken)
 
 
 def say(text: str) -> Turn:
@@ -240,7 +258,12 @@ class ModelServer:
                 ),
                 self.turns,
             )
-            turn = queue.pop(0).for_request(request) if queue else say("Done.")
+            if queue:
+                turn = queue.pop(0)
+                turn.taken.set()
+                turn = turn.for_request(request)
+            else:
+                turn = say("Done.")
             request.answered_with = turn
             return turn
 
@@ -290,6 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no {self.path} here"}})
             return
         turn = self.server_model.answer(Request(self.path, body))
+        if turn.gate is not None:
+            turn.gate.wait(HOLD_LIMIT)
         self._stream(body, turn)
 
     def _json(self, status: int, data: Any) -> None:

@@ -290,6 +290,7 @@ def test_every_tool_call_is_a_step_of_the_session(server_factory, connect, model
     model.add(
         tool("bash", {"command": "echo ready", "description": "Say ready"}),
         tool("read", {"filePath": str(project.directory / "missing.txt")}),
+        tool("bash", {"command": "ls /no/such/dir", "description": "List the build output"}),
         say("Done."),
     )
 
@@ -297,10 +298,15 @@ def test_every_tool_call_is_a_step_of_the_session(server_factory, connect, model
 
     def steps() -> list[dict]:
         found = board_get(board, f"/api/v1/sessions/{session_id}/activity")["steps"]
-        return found if len(found) == 2 and all(s["ended_at"] for s in found) else []
+        return found if len(found) == 3 and all(s["ended_at"] for s in found) else []
 
-    ran = wait_until(steps, "both tool calls on the board")
-    assert [(s["tool_name"], s["outcome"]) for s in ran] == [("bash", "ok"), ("read", "failed")]
+    ran = wait_until(steps, "the three tool calls on the board")
+    assert [(s["tool_name"], s["outcome"]) for s in ran] == [
+        ("bash", "ok"),
+        ("read", "failed"),
+        ("bash", "failed"),  # opencode says "completed": the plugin sends the exit code
+    ]
     assert ran[0]["summary"] == "echo ready"
     assert ran[1]["summary"].endswith("missing.txt")
     assert ran[1]["error"]
+    assert (ran[2]["summary"], ran[2]["error"]) == ("ls /no/such/dir", "Exit code 2")

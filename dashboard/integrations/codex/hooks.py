@@ -84,9 +84,18 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     A tool's input and result are not looked into (any shape passes): a use is one step."""
     hook = shared.validate(CodexHookInput, payload)
     injection = await write(
-        _record_and_enforce, owner=owner, hook=hook, payload=payload, step=shared.hook_step(payload)
+        _record_and_enforce, owner=owner, hook=hook, payload=payload, step=_step(hook, payload)
     )
     return enforcer.additional_context(hook.hook_event_name, injection.text)
+
+
+def _step(hook: CodexHookInput, payload: dict[str, Any]) -> StepDraft | None:
+    """The step a tool event reports: a command that exited non-zero failed, as Claude Code's
+    PostToolUseFailure says (so the same failing command again and again is a loop)."""
+    if hook.hook_event_name == "PostToolUse" and hook.exit_code:
+        failed = {"hook_event_name": "PostToolUseFailure", "error": f"Exit code {hook.exit_code}"}
+        return shared.hook_step(payload | failed)
+    return shared.hook_step(payload)
 
 
 def _record_and_enforce(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from dashboard.integrations.claude_code.schemas import (
     HookInput,
@@ -28,6 +28,10 @@ PLAN_TOOL = "update_plan"
 
 class CodexHookInput(HookInput):
     client: ClassVar[str] = Client.CODEX
+
+    # Not sent by Codex itself: `agentboard codex-hook` adds a command's exit code to its
+    # PostToolUse, read from Codex's transcript (the hook input has only the output).
+    exit_code: StrictInt | None = None
 
 
 class CodexToolInput(ToolHookInput):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
 from dashboard.core.edge import Cwd, column_length, storable_tree, text_type
 from dashboard.models import Session
@@ -110,6 +110,8 @@ class ToolProperties(SessionRef):
     # Its arguments: only summarised and hashed, never stored as they are.
     input: Any = None
     error: Any = None
+    # A command's exit code (bash's), when it has one: "completed" says only that it ran.
+    exit: StrictInt | None = None
 
 
 class ToolEvent(Lenient):

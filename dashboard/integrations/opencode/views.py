@@ -242,13 +242,17 @@ STEP_OUTCOMES = {"running": "running", "completed": "ok", "error": "failed"}
 
 
 async def _tool(owner: AbstractBaseUser, call: ToolProperties) -> None:
+    outcome, error = STEP_OUTCOMES[call.status], call.error
+    if outcome == "ok" and call.exit:
+        # A command that exited non-zero failed (the same one again and again is a loop).
+        outcome, error = "failed", f"Exit code {call.exit}"
     step = step_draft(
         tool_use_id=call.callID,
         tool_name=call.tool,
         tool_input=call.input,
         at=timezone.now(),
-        outcome=STEP_OUTCOMES[call.status],
-        error=call.error,
+        outcome=outcome,
+        error=error,
     )
     if step is not None:
         await write(_step_record, owner=owner, opencode_id=call.sessionID, step=step)

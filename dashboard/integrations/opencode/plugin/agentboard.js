@@ -148,6 +148,8 @@ export const AgentboardPlugin = async ({ client }) => {
         status,
         input: shortened(part.state.input),
         error: typeof part.state.error === "string" ? part.state.error.slice(0, 1000) : null,
+        // A command's exit code: bash ends "completed" whatever its command exited with.
+        exit: Number.isInteger(part.state.metadata?.exit) ? part.state.metadata.exit : null,
       },
     })
   }

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.db.models import QuerySet
 from django.utils.text import Truncator
 
 from dashboard.activity.selectors import (
@@ -344,16 +345,41 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
 GROUP_ORDER = {"waiting": 0, "active": 1, "ended": 2}
 
 
+@dataclass(frozen=True)
+class OverviewFilter:
+    """What the overview shows, from its address: one kind of agent, one project, one
+    person's sessions, one machine's (each empty: all)."""
+
+    client: str = ""
+    project: int | None = None
+    person: str = ""
+    machine: str = ""
+
+    def sessions(self) -> QuerySet[Session]:
+        chosen = Session.objects.select_related("owner")
+        if self.client:
+            chosen = chosen.filter(client=self.client)
+        if self.project is not None:
+            chosen = chosen.filter(project_record_id=self.project)
+        if self.person:
+            chosen = chosen.filter(owner__username=self.person)
+        if self.machine:
+            chosen = chosen.filter(host=self.machine)
+        return chosen
+
+
 def overview(
-    limit: int = OVERVIEW_LIMIT, client: str = "", audience: int | None = None
+    limit: int = OVERVIEW_LIMIT,
+    client: str = "",
+    audience: int | None = None,
+    only: OverviewFilter | None = None,
 ) -> list[SessionSummary]:
     """What waits on the audience first (longest waiting first: on a reviewer, None, whatever
     waits; on anyone else, what waits in their own sessions), then running sessions and then
     ended ones, each newest activity first. A waiting session is listed however old it is.
-    `client` keeps only the sessions of one kind of agent."""
-    chosen = Session.objects.select_related("owner")
-    if client:
-        chosen = chosen.filter(client=client)
+    `client` (or `only`) keeps only the sessions of one kind of agent, project, person or
+    machine."""
+    chosen = (only or OverviewFilter(client=client)).sessions()
     sessions = list(chosen.order_by("-last_seen_at")[:limit])
     listed = {session.pk for session in sessions}
     missing = [pk for pk in sessions_waiting() if pk not in listed]
@@ -373,6 +399,56 @@ def overview(
         )
 
     return sorted(summaries, key=place)
+
+
+GROUPINGS = ("project", "person")
+
+
+@dataclass
+class SessionGroup:
+    """The overview's rows of one project or one person, what waits on the viewer first."""
+
+    key: str
+    name: str
+    # Beside the name: the repository of a project, the user name of a person.
+    detail: str = ""
+    summaries: list[SessionSummary] = field(default_factory=list)
+    waiting: int = 0
+    running: int = 0
+    ended: int = 0
+
+
+def overview_groups(
+    summaries: list[SessionSummary], *, by: str, audience: int | None
+) -> list[SessionGroup]:
+    """The rows (already in the overview's order) in groups of a project or of a person: the
+    groups with the most waiting on the audience first, then the busiest, then by name."""
+    groups: dict[str, SessionGroup] = {}
+    for summary in summaries:
+        session = summary.session
+        if by == "person":
+            owner = session.owner
+            key = f"person-{owner.pk}"
+            name = owner.get_full_name() or owner.get_username()
+            detail = owner.get_username() if name != owner.get_username() else ""
+        else:
+            key = f"project-{session.project_record_id or 'none'}"
+            name = session.project if session.project_record_id else "No project yet"
+            detail = session.repository
+        group = groups.setdefault(key, SessionGroup(key=key, name=name, detail=detail))
+        group.summaries.append(summary)
+        waits_on_audience = summary.group == "waiting" and (
+            audience is None or session.owner_id == audience
+        )
+        if waits_on_audience:
+            group.waiting += len(summary.waits)
+        if session.is_active:
+            group.running += 1
+        else:
+            group.ended += 1
+    return sorted(
+        groups.values(), key=lambda group: (-group.waiting, -group.running, group.name.lower())
+    )
 
 
 def session_summary(session_pk: int) -> SessionSummary:

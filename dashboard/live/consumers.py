@@ -97,6 +97,15 @@ class BoardConsumer(Consumer):
         # The overview filtered to one kind of agent (`?client=`); any other value lists all.
         client = query.get("client", [""])[0]
         self.client = client if client in Client.values else ""
+        # The overview's other filters (`?project=&person=&machine=`): its snapshot is filtered
+        # alike (live rows are placed or hidden by the page from their data attributes).
+        project = query.get("project", [""])[0]
+        self.only = selectors.OverviewFilter(
+            client=self.client,
+            project=int(project) if project.isdigit() else None,
+            person=query.get("person", [""])[0][:150],
+            machine=query.get("machine", [""])[0][:255],
+        )
         self.session_pk: int | None = None
         # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
         self.audience = await database_sync_to_async(audience_of)(user)
@@ -149,9 +158,10 @@ class BoardConsumer(Consumer):
                 render_to_string(
                     "dashboard/_session_list.html",
                     {
-                        "summaries": selectors.overview(client=self.client, audience=self.audience),
+                        "summaries": selectors.overview(audience=self.audience, only=self.only),
                         "audience": self.audience,
                         "client": self.client,
+                        "only": self.only,
                         "client_label": Client(self.client).label if self.client else "",
                         "oob": True,
                     },

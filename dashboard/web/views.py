@@ -4,13 +4,16 @@ import math
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import BadRequest, PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.db.models import Exists, OuterRef
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
@@ -21,7 +24,7 @@ from dashboard.activity.models import Concern
 from dashboard.board import selectors
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
-from dashboard.models import AgentToken, Client, Session
+from dashboard.models import AgentToken, Client, Project, Session
 from dashboard.web.api import configured_waits
 from planmode.inbox import staged_in_session
 from planmode.permissions import audience_of
@@ -63,23 +66,90 @@ def _duration(length: timedelta) -> str:
     return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
-@login_required
-def overview(request: HttpRequest) -> HttpResponse:
-    client = request.GET.get("client", "")
+STATES = ("active", "waiting", "all")
+# Machines offered in the overview's filter: those seen this recently.
+MACHINES_SEEN = timedelta(days=30)
+
+
+def overview_filter(query: QueryDict) -> selectors.OverviewFilter:
+    """The overview's filters from its address; a value that names nothing is a clear 400."""
+    client = query.get("client", "")
     if client and client not in Client.values:
         raise BadRequest(
             f"There is no agent kind {client!r}; pick one of {', '.join(Client.values)}."
         )
+    project = query.get("project", "")
+    if project and not (project.isdigit() and Project.objects.filter(pk=project).exists()):
+        raise BadRequest("There is no such project; pick one from the list.")
+    person = query.get("person", "")
+    if person and not get_user_model().objects.filter(username=person).exists():
+        raise BadRequest("There is nobody with this user name; pick someone from the list.")
+    machine = query.get("machine", "")
+    if len(machine) > Session._meta.get_field("host").max_length:
+        raise BadRequest("A machine's name is at most 255 characters.")
+    return selectors.OverviewFilter(
+        client=client, project=int(project) if project else None, person=person, machine=machine
+    )
+
+
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    only = overview_filter(request.GET)
+    state = request.GET.get("state", "")
+    if state and state not in STATES:
+        raise BadRequest(f"There is no state {state!r}; pick active, waiting or all.")
+    group = request.GET.get("group", "")
+    if group and group not in selectors.GROUPINGS:
+        raise BadRequest(f"Sessions group by project or by person, not by {group!r}.")
     audience = audience_of(request.user)
+    summaries = selectors.overview(audience=audience, only=only)
+    # The kind links keep the other filters.
+    kept = {
+        key: value
+        for key, value in request.GET.items()
+        if key in {"project", "person", "machine", "group", "state"} and value
+    }
+    client = only.client
+    # The socket sends the same filtered list on every (re)connect.
+    socket_query = urlencode(
+        {key: value for key, value in request.GET.items() if key in SOCKET_FILTERS and value}
+    )
     context = {
-        "summaries": selectors.overview(client=client, audience=audience),
+        "summaries": summaries,
+        "groups": selectors.overview_groups(summaries, by=group, audience=audience)
+        if group
+        else None,
+        "group": group,
+        "state": state,
+        "only": only,
+        "filtered": bool(only.project or only.person or only.machine),
+        "socket_query": socket_query,
         "audience": audience,
         "client": client,
         "client_label": Client(client).label if client else "",
-        "kinds": [{"value": "", "label": "All kinds"}]
-        + [{"value": value, "label": label} for value, label in Client.choices],
+        "kinds": [
+            {
+                "value": value,
+                "label": label,
+                "query": urlencode(kept | ({"client": value} if value else {})),
+            }
+            for value, label in [("", "All kinds"), *Client.choices]
+        ],
+        "projects": Project.objects.only("pk", "name"),
+        "people": get_user_model()
+        .objects.filter(Exists(Session.objects.filter(owner=OuterRef("pk"))))
+        .order_by("username"),
+        "machines": Session.objects.filter(last_seen_at__gte=timezone.now() - MACHINES_SEEN)
+        .exclude(host="")
+        .order_by("host")
+        .values_list("host", flat=True)
+        .distinct(),
     }
     return render(request, "dashboard/overview.html", context)
+
+
+# The overview's filters the board socket also takes (its snapshot is filtered alike).
+SOCKET_FILTERS = ("client", "project", "person", "machine")
 
 
 @login_required

@@ -103,6 +103,9 @@
   var SEARCH = "agentboard.search";
   var filter = "active";
   try { filter = localStorage.getItem(FILTER) || "active"; } catch (e) { /* not remembered */ }
+  /* A state in the address (?state=waiting, a bookmark) wins over the remembered one. */
+  var stated = document.querySelector("[data-state-filter]");
+  if (stated) filter = stated.dataset.stateFilter;
   function showFilter() {
     document.querySelectorAll(".chip[data-filter]").forEach(function (c) {
       c.setAttribute("aria-pressed", String(c.dataset.filter === filter));
@@ -122,8 +125,13 @@
       var show = filter === "all" || (filter === "active" && (row.dataset.active === "true" || waiting)) ||
         (filter === "waiting" && waiting);
       if (text && row.dataset.search.indexOf(text) === -1) show = false;
-      // A row of another kind of agent, arriving live on a page filtered by kind (?client=).
+      // A row of another kind of agent, project, person or machine, arriving live on a page
+      // filtered by it (?client=, ?project=, ?person=, ?machine=).
       if (kind && row.dataset.client !== kind) show = false;
+      ["project", "person", "machine"].forEach(function (name) {
+        var only = listed ? listed.dataset[name] : "";
+        if (only && row.dataset[name] !== only) show = false;
+      });
       row.hidden = !show;
       if (show) shown += 1;
     });
@@ -140,6 +148,20 @@
   function setFilter(value) {
     filter = value;
     try { localStorage.setItem(FILTER, value); } catch (e) { /* not remembered */ }
+    /* The address says it too, so the view can be bookmarked or sent. */
+    if (document.querySelector(".chip[data-filter]")) {
+      var address = new URL(location.href);
+      if (value === "active") address.searchParams.delete("state"); else address.searchParams.set("state", value);
+      history.replaceState(history.state, "", address.pathname + address.search);
+      var kept = document.querySelector(".overview-filters input[name=state]");
+      if (!kept && value !== "active") {
+        kept = document.createElement("input");
+        kept.type = "hidden"; kept.name = "state";
+        var form = document.querySelector(".overview-filters");
+        if (form) form.appendChild(kept);
+      }
+      if (kept) { if (value === "active") kept.remove(); else kept.value = value; }
+    }
     showFilter();
     applyFilters();
   }
@@ -165,7 +187,7 @@
      reviewer answers for every session, anyone else for their own (the header counts alike). */
   function waitsOnMe(row) {
     if (row.dataset.waiting !== "true") return false;
-    var list = document.getElementById("session-list");
+    var list = row.closest("[data-audience]") || document.getElementById("session-list");
     var audience = list ? list.dataset.audience : "all";
     return !audience || audience === "all" || audience === row.dataset.owner;
   }

@@ -67,3 +67,48 @@
     if (document.getElementById("timeline")) location.reload();
   });
 })();
+
+/* The overview grouped by project or person: groups are the server's, so any change fetches
+   the groups again (at most about once a second); a closed group stays closed. The filter
+   form applies itself as soon as a choice changes. */
+(function () {
+  "use strict";
+  var CLOSED = "agentboard.closedGroups";
+  function closed() {
+    try { return JSON.parse(localStorage.getItem(CLOSED) || "{}"); } catch (e) { return {}; }
+  }
+  function applyClosed(root) {
+    var state = closed();
+    (root.querySelectorAll ? root.querySelectorAll("details[data-group-key]") : []).forEach(function (group) {
+      if (state[group.dataset.groupKey]) group.open = false;
+    });
+  }
+  document.addEventListener("toggle", function (event) {
+    var group = event.target;
+    if (!group.matches || !group.matches("details[data-group-key]")) return;
+    var state = closed();
+    if (group.open) delete state[group.dataset.groupKey]; else state[group.dataset.groupKey] = 1;
+    try { localStorage.setItem(CLOSED, JSON.stringify(state)); } catch (e) { /* not remembered */ }
+  }, true);
+  document.addEventListener("DOMContentLoaded", function () { applyClosed(document); });
+  document.addEventListener("htmx:afterSwap", function (event) { applyClosed(document); });
+
+  var pending = null;
+  var first = true;
+  document.addEventListener("htmx:wsClose", function () { first = false; });
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    if (!event.target.closest || !event.target.closest(".is-grouped")) return;
+    if (first) { first = false; return; }
+    if (pending !== null) return;
+    pending = setTimeout(function () {
+      pending = null;
+      var groups = document.getElementById("session-groups");
+      if (groups) htmx.trigger(groups, "refresh");
+    }, 800);
+  });
+
+  document.addEventListener("change", function (event) {
+    var form = event.target.closest && event.target.closest("form[data-autosubmit]");
+    if (form) form.requestSubmit();
+  });
+})();

@@ -27,7 +27,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
-from dashboard.core.changes import Changes
+from dashboard.core.changes import Changes, Outcome
 from dashboard.core.writer import write
 from dashboard.models import Project, Session
 
@@ -158,10 +158,11 @@ async def origin_note_from(request: HttpRequest, *, owner: Any, session_id: str)
 def origin_record(*, owner: AbstractBaseUser, session_id: str, origin: Origin) -> Changes | None:
     """Record the session's repository, host and project where they are not known yet. A
     repository or host that differs from the one recorded is ignored (logged): the first
-    report sticks. Returns what changed on the board, if anything."""
+    report sticks. Its outcome says whether anything changed (and the session's row and header
+    show it)."""
     session = Session.objects.filter(session_id=session_id, owner=owner).first()
     if session is None:
-        return None
+        return Outcome(False)
     fields: list[str] = []
     if origin.repository and origin.repository != session.repository:
         if session.repository:
@@ -187,9 +188,9 @@ def origin_record(*, owner: AbstractBaseUser, session_id: str, origin: Origin) -
             _noted.clear()
         _noted[session_id] = Origin(repository=session.repository, host=session.host)
     if not fields:
-        return None
+        return Outcome(False)
     session.save(update_fields=fields)
-    return Changes(sessions={session.pk})
+    return Outcome(True, Changes(sessions={session.pk}))
 
 
 def _project_for(session: Session) -> Project | None:

@@ -111,4 +111,15 @@
     var form = event.target.closest && event.target.closest("form[data-autosubmit]");
     if (form) form.requestSubmit();
   });
+  /* Only the filters chosen go in the address ("?person=ben", not "?project=&person=ben"). */
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.matches || !form.matches("form[data-autosubmit]")) return;
+    Array.prototype.forEach.call(form.elements, function (field) {
+      if (field.name && !field.value) field.disabled = true;
+    });
+    setTimeout(function () {
+      Array.prototype.forEach.call(form.elements, function (field) { field.disabled = false; });
+    }, 0);
+  });
 })();

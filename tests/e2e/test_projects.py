@@ -4,6 +4,7 @@ page counts what runs and waits in each."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import login, screenshot
 from tests.e2e import seed
@@ -76,5 +77,59 @@ def test_the_projects_page_reads_on_a_phone_in_the_dark(team, chromium):
         page.goto(f"{team.url}/")
         page.wait_for_selector("#connection[data-state=live]")
         screenshot(page, "overview-people-phone-dark")
+    finally:
+        context.close()
+
+
+def arrive(server, token: str, session: str, repository: str, host: str) -> None:
+    body = seed.hook_body("SessionStart", session, f"/src/{session}", source="startup")
+    seed.hook_from(server, token, body, repository=repository, host=host)
+
+
+def test_grouped_by_project_the_groups_follow_live(team, chromium):
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        login(page, team)
+        page.get_by_label("Group by").select_option("project")
+        page.wait_for_url("**/?group=project")
+        page.wait_for_selector("#connection[data-state=live]")
+        groups = page.locator("details.session-group")
+        assert groups.locator(".group-name").all_inner_texts()[0] == "shop"  # the busiest
+        api = page.locator("details.session-group:has(.group-name:text-is('api'))")
+        assert api.locator(".session-row").count() == 1
+
+        arrive(team, team.token, "dana-api", API, "dana-laptop")
+        expect(api.locator(".session-row")).to_have_count(2)
+        assert "2 running" in api.locator("summary").inner_text()
+        screenshot(page, "overview-grouped-desktop-light")
+
+        # A closed group stays closed through the live refresh.
+        api.locator("summary").click()
+        arrive(team, team.token, "dana-api-2", API, "dana-laptop")
+        expect(api.locator(".session-row")).to_have_count(3)
+        assert api.get_attribute("open") is None
+    finally:
+        context.close()
+
+
+def test_filters_in_the_address_hold_for_rows_arriving_live(team, chromium):
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        login(page, team)
+        page.goto(f"{team.url}/?machine=ben-mbp")
+        page.wait_for_selector("#connection[data-state=live]")
+        shown = page.locator(".session-row:not([hidden])")
+        expect(shown).to_have_count(2)
+
+        arrive(team, team.token, "dana-late", SHOP, "dana-laptop")
+        arrive(team, team.token, "ben-late", SHOP, "ben-mbp")
+        page.wait_for_selector(".session-row:has(a[href='/sessions/ben-late/'])")
+        expect(shown).to_have_count(3)
+        assert page.locator(".session-row:has(a[href='/sessions/dana-late/'])").is_hidden()
+
+        page.get_by_role("button", name="Waiting on me").click()
+        assert "state=waiting" in page.url and "machine=ben-mbp" in page.url
     finally:
         context.close()

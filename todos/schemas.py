@@ -105,6 +105,9 @@ class AgentOut(BaseModel):
 class SessionOut(BaseModel):
     session_id: str
     project: str
+    # Where it runs, as its agent's side reported it; empty while unknown.
+    repository: str = Field("", description="The normalized repository, e.g. github.com/acme/shop.")
+    host: str = Field("", description="The machine's host name.")
     cwd: str
     permission_mode: str
     started_at: datetime

@@ -372,6 +372,8 @@ def session_read(*, owner: AbstractBaseUser, session_id: str) -> dict:
     return {
         "session_id": session.session_id,
         "project": session.project,
+        "repository": session.repository,
+        "host": session.host,
         "cwd": session.cwd,
         "permission_mode": session.permission_mode,
         "started_at": session.started_at,

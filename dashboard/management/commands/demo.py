@@ -20,6 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from dashboard.models import AgentToken, hash_token
 
 TOKEN_FILE = "demo_token"  # noqa: S105 (the name of the file the token is kept in)
+SECOND_TOKEN_FILE = "demo_token_ana"  # noqa: S105 (the same, for the second person)
+SECOND_PERSON = "ana"
 
 
 @dataclass
@@ -151,13 +153,16 @@ class Command(BaseCommand):
         if not url.startswith(("http://", "https://")):
             raise CommandError(f"--url must start with http:// or https://, not {url!r}.")
         url = url.rstrip("/")
+        # With its own tokens the demo's api session is a second person's; with --token, every
+        # session is that token's owner's.
+        second = "" if token else self._second_person_token()
         token = token or self._demo_token()
         pace = FAST if fast else NORMAL
         run = secrets.token_hex(3)
         self.stdout.write(f"Open {url}/ now: three sessions start in {pace.intro:g} s.")
         self.stdout.flush()
         try:
-            asyncio.run(Demo(self, url, token, run, pace).run())
+            asyncio.run(Demo(self, url, token, run, pace, second_token=second or token).run())
         except (OSError, urllib.error.URLError, websockets.WebSocketException) as error:
             raise CommandError(
                 f"Could not reach Agentboard at {url} ({error}); start it with "
@@ -183,11 +188,53 @@ class Command(BaseCommand):
         self.stdout.write(f"Made a demo token for {admin.get_username()} (kept in {path}).")
         return raw
 
+    def _second_person_token(self) -> str:
+        """Ana, the demo's second person (she cannot log in), with a token of her own, made
+        once and kept beside the database like the demo's own."""
+        path = Path(settings.DATA_DIR) / SECOND_TOKEN_FILE
+        if path.exists():
+            raw = path.read_text().strip()
+            if AgentToken.objects.active().filter(key_hash=hash_token(raw)).exists():
+                return raw
+        ana, created = get_user_model().objects.get_or_create(
+            username=SECOND_PERSON, defaults={"first_name": "Ana", "last_name": "Lima"}
+        )
+        if created:
+            ana.set_unusable_password()
+            ana.save()
+        raw = AgentToken.issue(owner=ana, label="demo")[1]
+        path.write_text(raw)
+        path.chmod(0o600)
+        return raw
+
+
+@dataclass(frozen=True)
+class Where:
+    """Whose a demo session is and where it runs, as the agent's side reports it."""
+
+    token: str
+    host: str
+    repository: str = ""
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self.token}", "X-Agentboard-Host": self.host}
+        if self.repository:
+            headers["X-Agentboard-Repository"] = self.repository
+        return headers
+
 
 class Demo:
-    def __init__(self, command: Command, url: str, token: str, run: str, pace: Pace) -> None:
+    def __init__(
+        self, command: Command, url: str, token: str, run: str, pace: Pace, second_token: str
+    ) -> None:
         self.command, self.url, self.token, self.pace = command, url, token, pace
         self.shop, self.api, self.docs = (f"demo-{name}-{run}" for name in ("shop", "api", "docs"))
+        # Two people on two machines in two repositories (and a folder outside one).
+        self.where = {
+            self.shop: Where(token, "dana-laptop", "git@github.com:acme/shop.git"),
+            self.api: Where(second_token, "ana-desktop", "https://github.com/acme/api.git"),
+            self.docs: Where(token, "dana-laptop"),
+        }
 
     def say(self, text: str) -> None:
         self.command.stdout.write(text)
@@ -195,12 +242,12 @@ class Demo:
 
     # --- transport ---------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: dict) -> dict:
+    def _call(self, method: str, path: str, body: dict, session_id: str) -> dict:
         request = urllib.request.Request(
             f"{self.url}{path}",
             data=json.dumps(body).encode(),
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={**self.where[session_id].headers(), "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
@@ -208,12 +255,12 @@ class Demo:
     async def hook(self, event: str, session_id: str, cwd: str, **fields: object) -> None:
         """A Claude Code hook, as its HTTP hooks post it."""
         body = {"hook_event_name": event, "session_id": session_id, "cwd": cwd, **fields}
-        await asyncio.to_thread(self._call, "POST", "/hooks/claude-code", body)
+        await asyncio.to_thread(self._call, "POST", "/hooks/claude-code", body, session_id)
 
     async def put(self, session_id: str, agent_id: str, todos: list, cwd: str) -> None:
         query = urllib.parse.urlencode({"cwd": cwd})
         path = f"/api/v1/sessions/{session_id}/agents/{agent_id}/todos?{query}"
-        await asyncio.to_thread(self._call, "PUT", path, {"todos": todos})
+        await asyncio.to_thread(self._call, "PUT", path, {"todos": todos}, session_id)
 
     async def work(self, session_id: str, agent_id: str, script: Script, cwd: str) -> None:
         for todos in script.frames():
@@ -224,7 +271,7 @@ class Demo:
         ws_url = self.url.replace("http", "ws", 1) + "/ws/agent/"
         agent_id = secrets.token_hex(8)
         async with websockets.connect(
-            ws_url, additional_headers={"Authorization": f"Bearer {self.token}"}
+            ws_url, additional_headers=self.where[session_id].headers()
         ) as socket:
             for number, todos in enumerate(script.frames()):
                 frame = {
@@ -300,7 +347,7 @@ class Demo:
         rev 2, which waits longer. Returns whether a plan was approved."""
         ws_url = self.url.replace("http", "ws", 1) + "/ws/agent/"
         async with websockets.connect(
-            ws_url, additional_headers={"Authorization": f"Bearer {self.token}"}
+            ws_url, additional_headers=self.where[session].headers()
         ) as socket:
             first = await self.submit(socket, session, PLAN_REV_1, "rev1")
             self.say(f"shop: a plan waits for you at {self.url}/plans/{first['id']}/")

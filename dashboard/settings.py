@@ -135,6 +135,7 @@ INSTALLED_APPS = [
     "dashboard.activity",
     "dashboard.notifications",
     "dashboard.projects",
+    "dashboard.search",
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the

@@ -25,6 +25,7 @@ urlpatterns = [
     path("concerns/<int:pk>/dismiss/", views.concern_dismiss_view, name="concern-dismiss"),
     path("plans/", include("planmode.urls")),
     path("projects/", include("dashboard.projects.urls")),
+    path("search/", include("dashboard.search.urls")),
     path("inbox/", include("planmode.inbox_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

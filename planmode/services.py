@@ -205,7 +205,7 @@ def plan_submit(
             request_hash=request_hash,
             held_until=held_until(held_for),
         )
-        session_describe(session=agent.session, title=new_plan.title)
+        titled = session_describe(session=agent.session, title=new_plan.title)
         agent_touch(agent=agent)
         if source != Plan.Source.IMPORT:
             step_wait_record(
@@ -218,6 +218,8 @@ def plan_submit(
         agent.session.permission_mode = PermissionMode.PLAN
         # A plan can be the first sign of an agent: its card and overview row appear too.
         changes = resolved.changes().merge(_changes(decided=withdrawn, submitted=new_plan))
+        if titled:
+            changes.sessions.add(agent.session.pk)
     return PlanChange(new_plan, changes)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -121,6 +122,11 @@ def step_wait_record(*, agent_pk: int, tool_name: str, waited_on: str) -> None:
     Step.objects.filter(pk__in=latest).update(waited_on=waited_on[:40])
 
 
+# Told the pks of the steps a prune deletes, in its transaction (search drops their entries);
+# registered by the apps above that keep something of a step.
+PRUNE_LISTENERS: list[Callable[[list[int]], None]] = []
+
+
 def activity_prune(
     *, days: float | None = None, now: datetime | None = None, limit: int = PRUNE_CHUNK
 ) -> int:
@@ -135,6 +141,8 @@ def activity_prune(
     if not old:
         return 0
     deleted, _ = Step.objects.filter(pk__in=old).delete()
+    for listener in PRUNE_LISTENERS:
+        listener(old)
     return deleted
 
 

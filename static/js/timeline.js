@@ -123,3 +123,15 @@
     }, 0);
   });
 })();
+
+/* "/" anywhere (outside a text field) goes to the header's search box. */
+document.addEventListener("keydown", function (event) {
+  if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+  var target = event.target;
+  if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
+  var box = document.getElementById("search-q") || document.getElementById("header-search");
+  if (!box) return;
+  event.preventDefault();
+  box.focus();
+  box.select();
+});

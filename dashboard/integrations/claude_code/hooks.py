@@ -461,6 +461,8 @@ def hook_observe(
         changes = resolved.changes()
         for other in changed_agents[1:]:
             changes.agent(other.pk, other.session_id)
+    if "title" in session_fields:
+        changes.sessions.add(session.pk)  # its header, row and search entry name it anew
     if event == "SessionEnd":
         changes.ended_sessions.add(session.pk)
     if event in INTERRUPTING:

@@ -181,6 +181,8 @@ def _observe(
         or resolved.session_created
     ):
         changes = resolved.changes()
+    if "title" in fields:
+        changes.sessions.add(session.pk)  # its header, row and search entry name it anew
     return resolved, changes
 
 

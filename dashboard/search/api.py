@@ -1,0 +1,93 @@
+"""`GET /api/v1/search`: the same search for an agent token, over the sessions reported with
+it (the API's rule: a token reads only its own sessions)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import unescape
+from typing import Annotated, Literal
+
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import BadRequest
+from django.http import HttpRequest, QueryDict
+from ninja import Query, Router
+from pydantic import BaseModel
+
+from dashboard.core.errors import ServiceError
+from dashboard.search import selectors
+from dashboard.search.engines import MAX_QUERY_CHARS
+from dashboard.search.models import EntryKind
+from dashboard.search.views import search_filters
+from todos.schemas import ErrorOut
+
+router = Router(tags=["search"])
+Kind = Literal["session", "todos", "plan", "comment", "decision", "request", "step"]
+
+
+class HitOut(BaseModel):
+    kind: Kind
+    session_id: str
+    project: str
+    at: datetime
+    # Plain text; the matching words are between « and ».
+    title: str
+    snippet: str
+    # Where it is on the dashboard (a path on this server).
+    url: str
+
+
+class SearchOut(BaseModel):
+    results: list[HitOut]
+
+
+@router.get(
+    "/search",
+    response={200: SearchOut, 400: ErrorOut, 401: ErrorOut},
+    summary="Search your sessions, lists, plans, comments, decisions, requests and steps",
+)
+async def search(
+    request: HttpRequest,
+    q: Annotated[str, Query(description="Words, or a phrase in double quotes.")],
+    kind: Annotated[Kind | None, Query(None, description="Only this kind of result.")] = None,
+    project: Annotated[int | None, Query(None, description="Only this project's (its id).")] = None,
+    since: Annotated[str | None, Query(None, description="From this day, e.g. 2026-11-01.")] = None,
+    until: Annotated[str | None, Query(None, description="Up to this day, included.")] = None,
+    limit: Annotated[int, Query(20, ge=1, le=60)] = 20,
+) -> dict:
+    """The most relevant first. Words are matched in any form ("paginate" finds "pagination");
+    only the first 500 characters of `q` are used."""
+    return await database_sync_to_async(_search)(
+        request.auth, q[: MAX_QUERY_CHARS * 2], kind, project, since, until, limit
+    )
+
+
+def _search(owner: AbstractBaseUser, q, kind, project, since, until, limit) -> dict:
+    query = QueryDict(mutable=True)
+    for name, value in (("kind", kind), ("project", project), ("since", since), ("until", until)):
+        if value is not None:
+            query[name] = str(value)
+    try:
+        filters = search_filters(query, sessions=("s.owner_id = %s", (owner.pk,)))
+    except BadRequest as error:
+        raise ServiceError("invalid_filter", str(error), status=400) from None
+    results = selectors.search(q, filters, limit)
+    return {
+        "results": [
+            {
+                "kind": EntryKind(result.hit.kind).value,
+                "session_id": result.session.session_id,
+                "project": result.session.project,
+                "at": result.hit.at,
+                "title": _plain(result.hit.title),
+                "snippet": _plain(result.hit.snippet),
+                "url": result.url,
+            }
+            for result in results
+        ]
+    }
+
+
+def _plain(marked: str) -> str:
+    """The marked HTML back to text, the matches between « and »."""
+    return unescape(marked.replace("<mark>", "«").replace("</mark>", "»"))

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SearchConfig(AppConfig):
+    name = "dashboard.search"
+    label = "search"
+    verbose_name = "Search"
+
+    def ready(self) -> None:
+        from dashboard.search.api import router
+        from dashboard.web.api import api
+
+        # Its API beside the others (`/api/v1/search`).
+        if router not in [registered for _, registered in api._routers]:
+            api.add_router("", router)
+
+        from dashboard.activity.services import PRUNE_LISTENERS, steps_store
+        from dashboard.core.writer import writer
+        from dashboard.search.indexer import index_batch, steps_pruned
+
+        # What a batch stored is indexed in it, after its steps are (their rows exist then).
+        if index_batch not in writer.within_batch:
+            position = (
+                writer.within_batch.index(steps_store) + 1
+                if steps_store in writer.within_batch
+                else len(writer.within_batch)
+            )
+            writer.within_batch.insert(position, index_batch)
+        # Pruned steps leave the index with them.
+        if steps_pruned not in PRUNE_LISTENERS:
+            PRUNE_LISTENERS.append(steps_pruned)

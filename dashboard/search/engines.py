@@ -1,0 +1,173 @@
+"""The full-text engines behind one small interface: SQLite's FTS5 (the embedded default) and
+PostgreSQL's full-text search (for teams). Both stem English words ("paginate" finds
+"pagination"), take phrases in double quotes ("cursor pagination"), rank by relevance and mark
+the matching words; neither ever sees the user's text as syntax: FTS5 gets a query built from
+its words, PostgreSQL parses it with `websearch_to_tsquery`, which accepts any text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+# The words of a query kept, and its length: enough for any question a person types.
+MAX_TERMS = 12
+MAX_QUERY_CHARS = 500
+# Matching words come back between these two characters, then become <mark> (escaped first).
+START, STOP = "\x02", "\x03"
+WORD = re.compile(r"\w+", re.UNICODE)
+PHRASE = re.compile(r'"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Filters:
+    kinds: tuple[str, ...] = ()
+    project: int | None = None
+    person: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    # The sessions the searcher may see, as SQL on the session table `s` with its parameters
+    # (`dashboard.core.visibility`); empty: every session.
+    sessions_sql: str = ""
+    sessions_params: tuple = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: int
+    kind: str
+    ref: int
+    parent: int | None
+    session: int
+    at: datetime
+    title: SafeString
+    snippet: SafeString
+
+
+class Engine(Protocol):
+    def search(self, text: str, filters: Filters, limit: int) -> list[Hit]: ...
+
+
+def cleaned(text: str) -> str:
+    """What of a query an engine is given: no NUL or control characters, bounded."""
+    text = "".join(ch if ch.isprintable() else " " for ch in text[:MAX_QUERY_CHARS])
+    return " ".join(text.split())
+
+
+def marked(text: str | None) -> SafeString:
+    """The engine's text with its match markers, as safe HTML: escaped, then marked."""
+    safe = escape((text or "").replace(START, "\x00s").replace(STOP, "\x00e"))
+    safe = safe.replace("\x00s", "<mark>").replace("\x00e", "</mark>")
+    return mark_safe(safe)  # noqa: S308 - escaped above; only <mark> is added
+
+
+def _where(filters: Filters) -> tuple[str, list]:
+    sql, params = [], []
+    if filters.kinds:
+        sql.append(f"e.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
+        params += list(filters.kinds)
+    if filters.project is not None:
+        sql.append("s.project_record_id = %s")
+        params.append(filters.project)
+    if filters.person is not None:
+        sql.append("s.owner_id = %s")
+        params.append(filters.person)
+    if filters.since is not None:
+        sql.append("e.at >= %s")
+        params.append(filters.since)
+    if filters.until is not None:
+        sql.append("e.at < %s")
+        params.append(filters.until)
+    if filters.sessions_sql:
+        sql.append(f"({filters.sessions_sql})")
+        params += list(filters.sessions_params)
+    return "".join(f" AND {part}" for part in sql), params
+
+
+def _hits(rows) -> list[Hit]:
+    hits = []
+    for entry, kind, ref, parent, session, at, title, snippet in rows:
+        if isinstance(at, str):  # SQLite hands raw SQL's dates back as text
+            at = parse_datetime(at)
+        hits.append(Hit(entry, kind, ref, parent, session, at, marked(title), marked(snippet)))
+    return hits
+
+
+class Fts5:
+    """SQLite: the `search_fts` FTS5 table (porter stemming), kept in step by triggers."""
+
+    @staticmethod
+    def query(text: str) -> str:
+        """An FTS5 query of the text's phrases and words, every one a quoted string (so
+        nothing the user typed is an operator), all of them required."""
+        parts = []
+        for phrase in PHRASE.findall(text):
+            words = WORD.findall(phrase)
+            if words:
+                parts.append('"' + " ".join(words) + '"')
+        for word in WORD.findall(PHRASE.sub(" ", text)):
+            parts.append(f'"{word}"')
+        return " AND ".join(parts[:MAX_TERMS])
+
+    def search(self, text: str, filters: Filters, limit: int) -> list[Hit]:
+        query = self.query(cleaned(text))
+        if not query:
+            return []
+        where, params = _where(filters)
+        sql = f"""
+            SELECT e.id, e.kind, e.ref, e.parent, e.session_id, e.at,
+                   highlight(search_fts, 0, char(2), char(3)),
+                   snippet(search_fts, 1, char(2), char(3), '…', 24)
+            FROM search_fts
+            JOIN search_searchentry e ON e.id = search_fts.rowid
+            JOIN dashboard_session s ON s.id = e.session_id
+            WHERE search_fts MATCH %s{where}
+            ORDER BY bm25(search_fts, 4.0, 1.0), e.at DESC
+            LIMIT %s
+        """  # noqa: S608 - only placeholders are interpolated
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [query, *params, limit])
+            return _hits(cursor.fetchall())
+
+
+class PostgresFullText:
+    """PostgreSQL: the generated `document` tsvector (English stemming) and its GIN index."""
+
+    def search(self, text: str, filters: Filters, limit: int) -> list[Hit]:
+        text = cleaned(text)
+        if not WORD.search(text):
+            return []
+        where, params = _where(filters)
+        options = "StartSel=\x02, StopSel=\x03, MaxWords=30, MinWords=8, MaxFragments=2"
+        sql = f"""
+            WITH q AS (SELECT websearch_to_tsquery('english', %s) AS query),
+            found AS (
+                SELECT e.id, e.kind, e.ref, e.parent, e.session_id, e.at, e.title, e.body,
+                       ts_rank_cd(e.document, q.query) AS rank
+                FROM search_searchentry e
+                CROSS JOIN q
+                JOIN dashboard_session s ON s.id = e.session_id
+                WHERE e.document @@ q.query{where}
+                ORDER BY rank DESC, e.at DESC
+                LIMIT %s
+            )
+            SELECT found.id, found.kind, found.ref, found.parent, found.session_id, found.at,
+                   ts_headline('english', found.title, q.query, %s),
+                   ts_headline('english', found.body, q.query, %s)
+            FROM found CROSS JOIN q
+            ORDER BY found.rank DESC, found.at DESC
+        """  # noqa: S608 - only placeholders are interpolated
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [text, *params, limit, options, options])
+            return _hits(cursor.fetchall())
+
+
+def engine() -> Engine:
+    return PostgresFullText() if connection.vendor == "postgresql" else Fts5()

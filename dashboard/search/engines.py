@@ -145,6 +145,8 @@ class PostgresFullText:
         if not WORD.search(text):
             return []
         where, params = _where(filters)
+        # The whole title, marked; the body as up to two fragments around the matches.
+        whole = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
         options = "StartSel=\x02, StopSel=\x03, MaxWords=30, MinWords=8, MaxFragments=2"
         sql = f"""
             WITH q AS (SELECT websearch_to_tsquery('english', %s) AS query),
@@ -165,7 +167,7 @@ class PostgresFullText:
             ORDER BY found.rank DESC, found.at DESC
         """  # noqa: S608 - only placeholders are interpolated
         with connection.cursor() as cursor:
-            cursor.execute(sql, [text, *params, limit, options, options])
+            cursor.execute(sql, [text, *params, limit, whole, options])
             return _hits(cursor.fetchall())
 
 

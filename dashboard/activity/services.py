@@ -52,12 +52,14 @@ def steps_store(written: list[Changes]) -> None:
     # A savepoint: a failure here (logged by the writer) leaves the batch's writes whole.
     with transaction.atomic():
         if reports:
-            Step.objects.bulk_create(
+            stored = Step.objects.bulk_create(
                 _merged(reports),
                 update_conflicts=True,
                 unique_fields=["agent", "tool_use_id"],
                 update_fields=UPDATED_ON_CONFLICT,
             )
+            for listener in STORED_LISTENERS:
+                listener(stored)
         for agent_pk, at in interrupted.items():
             Step.objects.filter(
                 agent_id=agent_pk, outcome=StepOutcome.RUNNING, started_at__lte=at
@@ -122,6 +124,9 @@ def step_wait_record(*, agent_pk: int, tool_name: str, waited_on: str) -> None:
     Step.objects.filter(pk__in=latest).update(waited_on=waited_on[:40])
 
 
+# Told the steps a batch stored (with their pks), in its transaction (search indexes them
+# without reading them again); registered by the apps above that keep something of a step.
+STORED_LISTENERS: list[Callable[[list[Step]], None]] = []
 # Told the pks of the steps a prune deletes, in its transaction (search drops their entries);
 # registered by the apps above that keep something of a step.
 PRUNE_LISTENERS: list[Callable[[list[int]], None]] = []

@@ -16,18 +16,15 @@ class SearchConfig(AppConfig):
         if router not in [registered for _, registered in api._routers]:
             api.add_router("", router)
 
-        from dashboard.activity.services import PRUNE_LISTENERS, steps_store
+        from dashboard.activity.services import PRUNE_LISTENERS, STORED_LISTENERS
         from dashboard.core.writer import writer
-        from dashboard.search.indexer import index_batch, steps_pruned
+        from dashboard.search.indexer import index_batch, steps_pruned, steps_stored
 
-        # What a batch stored is indexed in it, after its steps are (their rows exist then).
+        # What a batch stored is indexed in it; its steps as the activity app stores them.
         if index_batch not in writer.within_batch:
-            position = (
-                writer.within_batch.index(steps_store) + 1
-                if steps_store in writer.within_batch
-                else len(writer.within_batch)
-            )
-            writer.within_batch.insert(position, index_batch)
+            writer.within_batch.append(index_batch)
+        if steps_stored not in STORED_LISTENERS:
+            STORED_LISTENERS.append(steps_stored)
         # Pruned steps leave the index with them.
         if steps_pruned not in PRUNE_LISTENERS:
             PRUNE_LISTENERS.append(steps_pruned)

@@ -40,7 +40,6 @@ class Touched:
     plans: set[int] = field(default_factory=set)
     annotated: set[int] = field(default_factory=set)
     requests: set[int] = field(default_factory=set)
-    steps: set[tuple[int, str]] = field(default_factory=set)
 
     @classmethod
     def of(cls, written: Iterable[Changes]) -> Touched:
@@ -51,7 +50,6 @@ class Touched:
             touched.plans |= changes.plans | set(changes.decided_plans)
             touched.annotated |= changes.annotated_plans
             touched.requests |= changes.permission_requests
-            touched.steps.update((step.agent, step.tool_use_id) for step in changes.steps)
         return touched
 
 
@@ -71,7 +69,6 @@ def index_batch(written: list[Changes]) -> None:
                 *plan_entries(Plan.objects.filter(pk__in=touched.plans)),
                 *decision_entries(decisions.filter(plan_id__in=touched.plans)),
                 *request_entries(PermissionRequest.objects.filter(pk__in=touched.requests)),
-                *step_entries(_steps_of(touched.steps)),
             ]
             if touched.annotated:
                 entries += comments_replaced(touched.annotated)
@@ -80,13 +77,23 @@ def index_batch(written: list[Changes]) -> None:
         logger.exception("could not index a write batch for search")
 
 
-def _steps_of(keys: set[tuple[int, str]]) -> Iterable[Step]:
-    if not keys:
-        return []
-    agents = {agent for agent, _ in keys}
-    calls = {call for _, call in keys}
-    found = Step.objects.filter(agent_id__in=agents, tool_use_id__in=calls)
-    return [step for step in found if (step.agent_id, step.tool_use_id) in keys]
+def steps_stored(steps: list[Step]) -> None:
+    """The steps a batch stored, as the activity app hands them over (with their pks, so no
+    read): indexed in a savepoint of their own, as a batch's other things are."""
+    try:
+        with transaction.atomic():
+            known = [step for step in steps if step.pk is not None]
+            store(list(step_entries(known)))
+            missing = [step for step in steps if step.pk is None]
+            if missing:  # a database that does not say the pks of an upsert
+                keys = {(step.agent_id, step.tool_use_id) for step in missing}
+                found = Step.objects.filter(
+                    agent_id__in={agent for agent, _ in keys},
+                    tool_use_id__in={call for _, call in keys},
+                )
+                store(list(step_entries(found)))
+    except Exception:
+        logger.exception("could not index a batch's steps for search")
 
 
 def store(entries: list[SearchEntry], *, changed_only: bool = False) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
+from tests.conftest import parse_html
 from todos.enforcer import compaction_text, continuation_prompt, reminder_text
 
 pytestmark = pytest.mark.claude_cli
@@ -533,3 +534,11 @@ def test_every_tool_call_is_a_step_from_its_start_to_its_end(server_factory, con
     assert steps[1]["error"], project.report()
     failures = board_get(board, f"/api/v1/sessions/{project.session_id}/activity?failures=true")
     assert [s["summary"] for s in failures["steps"]] == ["exit 3"]
+    # The session's timeline draws them on the main agent's lane, the failure named as such.
+    timeline = parse_html(Lead(board).get(f"/sessions/{project.session_id}/timeline/"))
+    [lane] = timeline.find_all("div", cls="lane")
+    marks = [mark.attrs["aria-label"] for mark in lane.find_all("a", cls="mark-link")]
+    assert [mark.split(" after ")[0] for mark in marks] == [
+        "Bash echo ready: done",
+        "Bash exit 3: failed",
+    ], marks

@@ -12,8 +12,10 @@ would store the first two silently; refusing them here gives one answer whatever
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
+from django.core.exceptions import BadRequest
 from django.db import models
 from pydantic import BeforeValidator, Field, PlainValidator, StrictInt, StrictStr, WithJsonSchema
 
@@ -267,3 +269,15 @@ AgentType = text_type(max_length=column_length(Agent, "agent_type"))
 Cwd = text_type(max_length=column_length(Session, "cwd"))
 # Stored as the idempotency key of the write or plan it made, and as a step's key.
 ToolUseId = text_type(max_length=IDEMPOTENCY_KEY_LENGTH)
+
+
+def query_text(query: Mapping[str, str], name: str, *, max_length: int = 200) -> str:
+    """A page's text parameter (`?person=`, `?tool=` …), refused with one clear sentence (a
+    400) when a database could not compare it: too long, a NUL, a lone surrogate."""
+    value = query.get(name, "") or ""
+    if len(value) > max_length:
+        raise BadRequest(f"The {name} is at most {max_length} characters.")
+    problem = text_problem(value)
+    if problem:
+        raise BadRequest(f"The {name} {problem}.")
+    return value

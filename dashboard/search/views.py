@@ -13,6 +13,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
+from dashboard.core.edge import query_text
 from dashboard.core.security import login_required
 from dashboard.core.visibility import sessions_sql
 from dashboard.models import Project
@@ -29,7 +30,7 @@ def search_filters(query: QueryDict, *, sessions: tuple[str, tuple]) -> Filters:
     project = query.get("project", "")
     if project and not (project.isdigit() and Project.objects.filter(pk=project).exists()):
         raise BadRequest("There is no such project; pick one from the list.")
-    person = query.get("person", "")
+    person = query_text(query, "person", max_length=150)
     person_pk = None
     if person:
         person_pk = (

@@ -22,6 +22,7 @@ from dashboard.activity.timeline import (
     waited_on,
 )
 from dashboard.board import selectors
+from dashboard.core.edge import query_text
 from dashboard.core.security import login_required
 from dashboard.models import Session
 from planmode.inbox import staged_in_session
@@ -41,11 +42,9 @@ def session_timeline_page(request: HttpRequest, session_id: str) -> HttpResponse
     range_key = query.get("range", DEFAULT_RANGE)
     if range_key not in RANGES:
         raise BadRequest(f"There is no range {range_key!r}; pick one of {', '.join(RANGES)}.")
-    tool = query.get("tool", "")
-    if len(tool) > MAX_TOOL_CHARS:
-        raise BadRequest(f"A tool name has at most {MAX_TOOL_CHARS} characters.")
+    tool = query_text(query, "tool", max_length=MAX_TOOL_CHARS)
     failures_only = query.get("failures", "") == "1"
-    agent_id = query.get("agent", "")
+    agent_id = query_text(query, "agent")
     timeline = session_timeline(
         session,
         range_key=range_key,

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from dashboard.activity.concerns import concern_dismiss
 from dashboard.activity.models import Concern
 from dashboard.board import selectors
+from dashboard.core.edge import query_text
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Project, Session
@@ -81,12 +82,10 @@ def overview_filter(query: QueryDict) -> selectors.OverviewFilter:
     project = query.get("project", "")
     if project and not (project.isdigit() and Project.objects.filter(pk=project).exists()):
         raise BadRequest("There is no such project; pick one from the list.")
-    person = query.get("person", "")
+    person = query_text(query, "person", max_length=150)
     if person and not get_user_model().objects.filter(username=person).exists():
         raise BadRequest("There is nobody with this user name; pick someone from the list.")
-    machine = query.get("machine", "")
-    if len(machine) > Session._meta.get_field("host").max_length:
-        raise BadRequest("A machine's name is at most 255 characters.")
+    machine = query_text(query, "machine", max_length=Session._meta.get_field("host").max_length)
     return selectors.OverviewFilter(
         client=client, project=int(project) if project else None, person=person, machine=machine
     )

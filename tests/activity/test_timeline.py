@@ -115,6 +115,8 @@ def test_the_list_comes_a_page_at_a_time(hook, client, user):
         ("?view=cards", b"There is no view"),
         ("?agent=nobody", b"There is no agent with this id"),
         ("?view=list&before=not-a-cursor", b"not one this list handed out"),
+        ("?tool=a%00b", b"NUL"),
+        ("?agent=" + "x" * 300, b"at most 200 characters"),
     ],
 )
 def test_a_bad_filter_gets_a_clear_400(steps, client, user, query, message):

@@ -113,7 +113,8 @@ def test_the_kind_links_keep_the_other_filters(team, client, reviewer):
     "query,message",
     [("?project=999", b"There is no such project"), ("?project=abc", b"There is no such project"),
      ("?person=nobody", b"There is nobody with this user name"),
-     ("?machine=" + "x" * 300, b"at most 255 characters"), ("?group=machine", b"not by"),
+     ("?machine=" + "x" * 300, b"at most 255 characters"), ("?machine=a%00b", b"NUL"),
+     ("?person=%00", b"NUL"), ("?group=machine", b"not by"),
      ("?state=sleeping", b"There is no state"), ("?client=cursor", b"There is no agent kind")],
 )  # fmt: skip
 def test_a_filter_that_names_nothing_is_a_clear_400(team, client, reviewer, query, message):

@@ -122,6 +122,7 @@ def test_filters_narrow_by_kind_and_person_and_bad_ones_say_why(history, client,
     assert client.get("/search/", {"q": "orders", "person": "nobody"}).status_code == 400
     assert b"There is no kind" in client.get("/search/", {"q": "x", "kind": "cats"}).content
     assert b"must be a day" in client.get("/search/", {"q": "x", "since": "yesterday"}).content
+    assert b"NUL" in client.get("/search/", {"q": "x", "person": "a\x00"}).content
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import base64
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -171,6 +171,20 @@ class StepPage:
     next_cursor: str | None
 
 
+def filtered_steps(
+    session: Session, *, agent_id: str | None, tool: str | None, failures_only: bool
+) -> QuerySet[Step]:
+    """A session's steps, of one agent, of one tool, failed only, as asked."""
+    steps = Step.objects.filter(session=session)
+    if agent_id:
+        steps = steps.filter(agent__agent_id=agent_id)
+    if tool:
+        steps = steps.filter(tool_name=tool)
+    if failures_only:
+        steps = steps.filter(outcome=StepOutcome.FAILED)
+    return steps
+
+
 def session_steps(
     *,
     session: Session,
@@ -185,13 +199,8 @@ def session_steps(
     (keyset: the cursor is the last step's start and id, so a page costs the same on the first
     day and after a year)."""
     limit = max(1, min(limit, MAX_PAGE_SIZE))
-    steps = Step.objects.filter(session=session).select_related("agent")
-    if agent_id:
-        steps = steps.filter(agent__agent_id=agent_id)
-    if tool:
-        steps = steps.filter(tool_name=tool)
-    if failures_only:
-        steps = steps.filter(outcome=StepOutcome.FAILED)
+    steps = filtered_steps(session, agent_id=agent_id, tool=tool, failures_only=failures_only)
+    steps = steps.select_related("agent")
     if after:
         started_at, pk = decode_cursor(after)
         if newest_first:

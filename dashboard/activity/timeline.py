@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from dashboard.activity.models import Step, StepOutcome
+from dashboard.activity.selectors import filtered_steps
 from dashboard.models import Agent, Session
 
 # The most marks one timeline draws; older ones are in the list view and the export.
@@ -184,13 +185,7 @@ def session_timeline(
         .values_list("tool_name", flat=True)
         .distinct()[:MAX_TOOLS]
     )
-    steps = Step.objects.filter(session=session)
-    if agent_id:
-        steps = steps.filter(agent__agent_id=agent_id)
-    if tool:
-        steps = steps.filter(tool_name=tool)
-    if failures_only:
-        steps = steps.filter(outcome=StepOutcome.FAILED)
+    steps = filtered_steps(session, agent_id=agent_id, tool=tool, failures_only=failures_only)
     live = session.is_active
     end = now if live else _last_moment(session)
     range_start = end - span if span is not None else None

@@ -92,8 +92,8 @@ def test_an_overview_row_shows_project_owner_mode_agents_and_progress(logged_in,
 
     assert row.find(cls="project").text() == "shop"
     assert row.find(cls="row-project").text() == "shop API"
-    assert row.find(cls="row-owner").text() == "ana · acceptEdits"
-    assert row.find(cls="owner").attrs["title"] == "Owner ana"
+    assert row.find(cls="row-owner").text() == "ana · unknown machine · acceptEdits"
+    assert row.find(cls="owner").attrs["title"] == "Person ana"
     assert row.find(cls="agents").text() == "2 agents"
     assert row.find(cls="count").text() == "2/4"
     bar = row.find(role="progressbar")

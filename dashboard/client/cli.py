@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from dashboard.client import codex
@@ -19,6 +20,7 @@ from dashboard.client.install import (
     server_waits,
     settings_path,
 )
+from dashboard.client.origin import REPORT_VARIABLE, origin_headers, reporting
 from dashboard.core.waits import ServerWaits
 from dashboard.integrations.opencode.install import InstallError, install_plugin, plugin_dir
 
@@ -57,6 +59,27 @@ def _hook_arguments(hook: argparse.ArgumentParser, *, wait_help: str) -> None:
         help=(
             "Seconds the agent lets this hook run (its installed timeout; the installers set "
             "it): a hook the server holds waits that long, and the server answers before."
+        ),
+    )
+    hook.add_argument(
+        "--no-origin",
+        dest="report_origin",
+        action="store_false",
+        help=(
+            "Do not tell the server the repository (its origin, without credentials) and host "
+            f"name the session runs on; {REPORT_VARIABLE}=0 does the same."
+        ),
+    )
+
+
+def _no_origin_argument(install: argparse.ArgumentParser) -> None:
+    install.add_argument(
+        "--no-origin",
+        dest="report_origin",
+        action="store_false",
+        help=(
+            "Install hooks that do not tell the server the repository (its origin, without "
+            "credentials) and host name sessions run on."
         ),
     )
 
@@ -129,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
             "2.1.233+ offers TodoWrite and the Task tools only with it); removes it if set."
         ),
     )
+    _no_origin_argument(install)
     _codex_commands(commands)
     opencode = commands.add_parser(
         "install-opencode",
@@ -197,6 +221,7 @@ def _codex_commands(commands: argparse._SubParsersAction) -> None:
         action="store_false",
         help="Leave config.toml alone (Codex 0.169.0 offers update_plan only when enabled).",
     )
+    _no_origin_argument(install)
 
 
 def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -215,6 +240,7 @@ def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             approvals=args.approvals,
             plan_tool=args.plan_tool,
             waits=waits,
+            report_origin=args.report_origin,
         )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)
@@ -289,6 +315,7 @@ def _hook(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         plan_wait=args.plan_wait,
         hook_timeout=args.hook_timeout,
+        report_origin=args.report_origin and reporting(os.environ),
     )
     if args.command == "codex-hook":
         return codex.run_codex_hook(config, sys.stdin, sys.stdout, sys.stderr)
@@ -312,6 +339,8 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             todo_tools=args.todo_tools,
             approvals=args.approvals,
             waits=waits,
+            report_origin=args.report_origin,
+            origin=_static_origin(args),
         )
     except (SettingsError, OSError) as error:
         print(f"agentboard: {error}", file=sys.stderr)
@@ -328,6 +357,15 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     if not args.remove and not os.environ.get(TOKEN_VARIABLE):
         print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Claude Code.")
     return 0
+
+
+def _static_origin(args: argparse.Namespace) -> dict[str, str]:
+    """The headers HTTP hooks send as written in the settings: the host always, the repository
+    when the settings are a project's (a user's serve every repository, so there only the
+    command hooks, which read it per call, can say it)."""
+    if not args.report_origin:
+        return {}
+    return origin_headers(None if args.user else str(Path(args.project or ".").expanduser()))
 
 
 def _install_opencode(args: argparse.Namespace) -> int:

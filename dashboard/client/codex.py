@@ -18,7 +18,6 @@ import copy
 import json
 import os
 import re
-import shlex
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from dashboard.client.install import (
     SettingsError,
     _write_atomically,
     drop_handlers,
+    hook_command,
     read_json_object,
 )
 from dashboard.core.waits import ServerWaits
@@ -92,9 +92,11 @@ def merge_codex_hooks(
     remove: bool = False,
     approvals: bool = False,
     waits: ServerWaits = DEFAULT_WAITS,
+    report_origin: bool = True,
 ) -> dict[str, Any]:
     """The hooks file with Agentboard's hooks replaced (or removed); the input is not changed.
-    Every other hook stays as it was."""
+    Every other hook stays as it was. The hook command reports the repository and host on
+    every call unless `report_origin` is False."""
     merged = copy.deepcopy(config)
     hooks = merged.get("hooks", {})
     drop_handlers(hooks, ours=is_ours, file="hooks file")
@@ -106,8 +108,8 @@ def merge_codex_hooks(
             timeout = waits.timeout_for(event)
             handler = {
                 "type": "command",
-                "command": (
-                    f"agentboard codex-hook --url {shlex.quote(url)} --hook-timeout {timeout}"
+                "command": hook_command(
+                    "codex-hook", url=url, timeout=timeout, report_origin=report_origin
                 ),
                 "timeout": timeout,
             }
@@ -175,12 +177,20 @@ def install_codex(
     approvals: bool = False,
     plan_tool: bool = True,
     waits: ServerWaits = DEFAULT_WAITS,
+    report_origin: bool = True,
 ) -> CodexOutcome:
     """Merge into `home`'s hooks.json and config.toml, keeping a `.bak` of what changed."""
     hooks_path, config_path = home / "hooks.json", home / "config.toml"
     changed: list[Path] = []
     text, current = read_json_object(hooks_path)
-    merged = merge_codex_hooks(current, url=url, remove=remove, approvals=approvals, waits=waits)
+    merged = merge_codex_hooks(
+        current,
+        url=url,
+        remove=remove,
+        approvals=approvals,
+        waits=waits,
+        report_origin=report_origin,
+    )
     if merged != current and (merged or text is not None):
         _replace_file(hooks_path, text, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
         changed.append(hooks_path)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from dashboard.client.origin import origin_headers
 from dashboard.core.waits import HOOK_TIMEOUT_HEADER
 from dashboard.integrations.claude_code.decision import (
     is_plan_permission_request,
@@ -52,6 +53,13 @@ class HookConfig:
     max_backoff: float = 5.0
     # How long the agent lets this hook run (its installed timeout), when the install said.
     hook_timeout: float | None = None
+    # Whether requests say which repository and machine the session runs on (see `origin`).
+    report_origin: bool = True
+
+
+def where_headers(config: HookConfig, payload: Mapping[str, Any]) -> dict[str, str]:
+    """The repository and host headers for this hook input, unless the user opted out."""
+    return origin_headers(payload.get("cwd")) if config.report_origin else {}
 
 
 # Hooks the server may hold: a Stop in its continuation countdown, a permission request.
@@ -195,6 +203,7 @@ def forward(
             "Authorization": f"Bearer {config.token}",
             "Content-Type": "application/json",
             HOOK_TIMEOUT_HEADER: f"{config.timeout:g}",
+            **where_headers(config, payload),
         },
     )
     try:
@@ -252,7 +261,7 @@ async def wait_for_plan_decision(
     }
     socket_url = config.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
     socket_url += SOCKET_PATH
-    headers = {"Authorization": f"Bearer {config.token}"}
+    headers = {"Authorization": f"Bearer {config.token}", **where_headers(config, payload)}
     deadline = time.monotonic() + config.plan_wait
     plan_id: int | None = None
     connected_once = False

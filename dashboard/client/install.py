@@ -15,7 +15,7 @@ import shlex
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,12 +103,34 @@ def server_waits(url: str, token: str) -> ServerWaits | str:
         return "the server's answer was not its waits"
 
 
-def our_handler(*, url: str, timeout: int, command: bool) -> dict[str, Any]:
-    """The hook, saying its timeout to the server too: the server never holds it longer."""
+def hook_command(name: str, *, url: str, timeout: int, report_origin: bool) -> str:
+    """The command line of a command hook (`agentboard hook` or `codex-hook`)."""
+    command = f"agentboard {name} --url {shlex.quote(url)} --hook-timeout {timeout}"
+    return command if report_origin else command + " --no-origin"
+
+
+def static_headers(origin: Mapping[str, str]) -> dict[str, str]:
+    """The origin headers an HTTP hook can carry as written: Claude Code reads `$NAME` in a
+    header value as an environment variable (and sends an empty string for one it may not
+    read), so a value with a `$` would arrive changed and is left out."""
+    return {name: value for name, value in origin.items() if "$" not in value}
+
+
+def our_handler(
+    *,
+    url: str,
+    timeout: int,
+    command: bool,
+    report_origin: bool = True,
+    origin: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The hook, saying its timeout to the server too: the server never holds it longer. A
+    command reads the repository and host itself on every call; an HTTP hook sends `origin`,
+    the ones known at install time."""
     if command:
         return {
             "type": "command",
-            "command": f"agentboard hook --url {shlex.quote(url)} --hook-timeout {timeout}",
+            "command": hook_command("hook", url=url, timeout=timeout, report_origin=report_origin),
             "timeout": timeout,
         }
     return {
@@ -118,6 +140,7 @@ def our_handler(*, url: str, timeout: int, command: bool) -> dict[str, Any]:
         "headers": {
             "Authorization": f"Bearer ${TOKEN_VARIABLE}",
             HOOK_TIMEOUT_HEADER: str(timeout),
+            **(static_headers(origin or {}) if report_origin else {}),
         },
         "allowedEnvVars": [TOKEN_VARIABLE],
         "timeout": timeout,
@@ -170,12 +193,16 @@ def merge_hooks(
     todo_tools: bool = True,
     approvals: bool = False,
     waits: ServerWaits = DEFAULT_WAITS,
+    report_origin: bool = True,
+    origin: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The settings with Agentboard's hooks replaced (or removed); the input is not changed.
 
     Installing also switches Claude Code's todo tools on (`todo_tools`), or off again when
     False; removing switches them off again, as before the install. With `approvals`, every
-    tool's permission request goes to the board's inbox, not only plans."""
+    tool's permission request goes to the board's inbox, not only plans. HTTP hooks send the
+    `origin` headers (repository and host), unless `report_origin` is False, which also tells
+    the command hooks not to report them."""
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks", {})
     drop_handlers(hooks, ours=is_ours, file="settings file")
@@ -188,7 +215,14 @@ def merge_hooks(
                 matcher = None  # every tool: plans and all other permission requests
             group: dict[str, Any] = {"matcher": matcher} if matcher else {}
             as_command = command or event in COMMAND_ONLY_EVENTS
-            group["hooks"] = [our_handler(url=url, timeout=timeout, command=as_command)]
+            handler = our_handler(
+                url=url,
+                timeout=timeout,
+                command=as_command,
+                report_origin=report_origin,
+                origin=origin,
+            )
+            group["hooks"] = [handler]
             hooks.setdefault(event, []).append(group)
     _switch_todo_tools(merged, on=todo_tools and not remove)
     if hooks:
@@ -237,6 +271,8 @@ def install_hooks(
     todo_tools: bool = True,
     approvals: bool = False,
     waits: ServerWaits = DEFAULT_WAITS,
+    report_origin: bool = True,
+    origin: Mapping[str, str] | None = None,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
     text, current = read_json_object(path)
@@ -248,6 +284,8 @@ def install_hooks(
         todo_tools=todo_tools,
         approvals=approvals,
         waits=waits,
+        report_origin=report_origin,
+        origin=origin,
     )
     if merged == current:
         return Outcome(path=path, changed=False, backup=None)

@@ -12,6 +12,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,27 @@ def api_get(server: LiveServer, path: str) -> dict:
     )
     with urllib.request.urlopen(request, timeout=WAIT) as response:
         return json.load(response)
+
+
+def git(*args: str, cwd: Path) -> None:
+    """The real git binary, quietly; new repositories start on `main` whatever the machine says."""
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True, capture_output=True
+    )
+
+
+def make_repository(folder: Path, origin: str | None = None) -> Path:
+    """A git repository made by `git init`, with `origin` as its remote when given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", cwd=folder)
+    if origin is not None:
+        git("remote", "add", "origin", origin, cwd=folder)
+    return folder
+
+
+def add_worktree(repository: Path, folder: Path) -> Path:
+    """`git worktree add` of a new branch at `folder` (after a first commit, which it needs)."""
+    someone = ("-c", "user.name=Dev", "-c", "user.email=dev@example.com")
+    git(*someone, "commit", "-q", "--allow-empty", "-m", "Start", cwd=repository)
+    git("worktree", "add", "-q", "-b", folder.name, str(folder), cwd=repository)
+    return folder

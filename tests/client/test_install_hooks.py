@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
 
 from dashboard.client.cli import main
+from tests.client.conftest import make_repository
 
 URL = "http://board.example:8000"
 
@@ -53,6 +55,7 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
             "headers": {
                 "Authorization": "Bearer $AGENTBOARD_TOKEN",
                 "X-Agentboard-Hook-Timeout": "600",
+                "X-Agentboard-Host": socket.gethostname(),
             },
             "allowedEnvVars": ["AGENTBOARD_TOKEN"],
             "timeout": 600,
@@ -235,3 +238,62 @@ def test_approvals_send_every_tools_permission_request_to_the_board(project):
     assert main(["install-hooks", "--url", URL, "--project", str(project)]) == 0
     [group] = read(project)["hooks"]["PermissionRequest"]
     assert group["matcher"] == "ExitPlanMode"
+
+
+def test_a_projects_http_hooks_name_its_repository_without_credentials(project):
+    make_repository(project, "https://ci:hunter2@git.example/acme/shop.git")
+
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    settings = read(project)
+    for event in ("PermissionRequest", "Stop", "PostToolUse"):
+        [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]
+        assert handler["headers"]["X-Agentboard-Repository"] == "https://git.example/acme/shop.git"
+        assert handler["headers"]["X-Agentboard-Host"] == socket.gethostname()
+    assert "hunter2" not in (project / ".claude" / "settings.json").read_text()
+    # The command reads them itself on every call.
+    [start] = handlers(settings, "SessionStart")
+    assert start["command"] == f"agentboard hook --url {URL} --hook-timeout 30"
+
+    main(["install-hooks", "--remove", "--project", str(project)])
+    assert read(project) == EXISTING
+
+
+def test_a_users_settings_name_only_the_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    make_repository(tmp_path, "git@github.com:me/dotfiles.git")
+
+    main(["install-hooks", "--url", URL, "--user"])
+
+    [handler] = handlers(read(tmp_path), "PermissionRequest")
+    assert "X-Agentboard-Repository" not in handler["headers"]
+    assert handler["headers"]["X-Agentboard-Host"] == socket.gethostname()
+
+
+def test_a_url_claude_code_would_rewrite_is_left_out(project):
+    make_repository(project, "/srv/git/$HOME/shop.git")
+
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+
+    [handler] = handlers(read(project), "PermissionRequest")
+    assert "X-Agentboard-Repository" not in handler["headers"]
+
+
+def test_no_origin_installs_hooks_that_report_neither(project):
+    make_repository(project, "git@github.com:acme/shop.git")
+
+    main(["install-hooks", "--url", URL, "--project", str(project), "--no-origin"])
+
+    settings = read(project)
+    [handler] = handlers(settings, "PermissionRequest")
+    assert set(handler["headers"]) == {"Authorization", "X-Agentboard-Hook-Timeout"}
+    [start] = handlers(settings, "SessionStart")
+    assert start["command"].endswith(" --no-origin")
+
+    # Installing again without it reports again, with nothing left over.
+    main(["install-hooks", "--url", URL, "--project", str(project)])
+    settings = read(project)
+    assert len(handlers(settings, "SessionStart")) == 1
+    assert not handlers(settings, "SessionStart")[0]["command"].endswith(" --no-origin")
+    main(["install-hooks", "--remove", "--project", str(project)])
+    assert read(project) == EXISTING

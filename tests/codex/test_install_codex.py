@@ -110,6 +110,17 @@ def test_remove_takes_out_only_what_it_added(home):
     assert (home / "config.toml").read_text() == original_config
 
 
+def test_no_origin_installs_hook_commands_that_report_neither_repository_nor_host(home):
+    main(["install-codex", "--url", URL, "--no-origin"])
+
+    assert our_commands(home)["Stop"] == [
+        f"agentboard codex-hook --url {URL} --hook-timeout 30 --no-origin"
+    ]
+
+    main(["install-codex", "--url", URL])
+    assert our_commands(home)["Stop"] == [f"agentboard codex-hook --url {URL} --hook-timeout 30"]
+
+
 def test_a_users_own_update_plan_setting_is_left_alone(home):
     home.mkdir()
     own = "[tools]\nupdate_plan = { enabled = false }\n"

@@ -5,11 +5,15 @@ and what the model was told."""
 from __future__ import annotations
 
 import json
+import shutil
+import socket
 import time
 
 import pytest
 
+from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.client.conftest import add_worktree, make_repository
 from tests.opencode_cli.model_server import say, tool
 from todos.enforcer import continuation_prompt
 
@@ -77,6 +81,35 @@ def test_opencode_carries_on_when_the_board_cannot_be_reached(server_factory, co
 
     assert "Write the parser" in model.tool_result(write)
     assert any("All good." in output for output in project.outputs)
+
+
+def test_every_request_names_the_repository_without_credentials_and_the_machine(
+    connect, model, tmp_path
+):
+    main = make_repository(tmp_path / "shop", "https://ci:glpat-s3cret@gitlab.example/acme/shop")
+    add_worktree(main, tmp_path / "shop-fix")
+    model.add(tool("todowrite", {"todos": [item("Fix it", "completed")]}), say("Fixed."))
+    with CapturingServer() as board:
+        project = connect(board)
+        # opencode works in a worktree of the repository, with the plugin installed there.
+        shutil.copytree(project.directory, tmp_path / "shop-fix", dirs_exist_ok=True)
+        project.directory = tmp_path / "shop-fix"
+
+        project.run("Fix the parser")
+        seen = list(board.requests)
+        project.env["AGENTBOARD_REPORT_ORIGIN"] = "0"
+        model.add(say("Nothing to do."))
+        project.run("Anything else?")
+        quiet = board.requests[len(seen) :]
+
+    assert seen and quiet
+    for request in seen:
+        assert request.path == "/hooks/opencode"
+        assert request.headers["X-Agentboard-Repository"] == "https://gitlab.example/acme/shop"
+        assert request.headers["X-Agentboard-Host"] == socket.gethostname()
+    for request in quiet:
+        assert "X-Agentboard-Repository" not in request.headers
+        assert "X-Agentboard-Host" not in request.headers
 
 
 # --- under `opencode serve`: the continuation and permission answers land in the session ------

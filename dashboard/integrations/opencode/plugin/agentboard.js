@@ -5,9 +5,20 @@
 //
 // It never gets in opencode's way: events are sent in the background, in order, and when the
 // board cannot be reached it says so once in opencode's log and carries on without it.
+//
+// Every request says which repository (its `origin` remote, without credentials) and which
+// machine (the host name) the sessions run on, so the board can group them by project and
+// machine; AGENTBOARD_REPORT_ORIGIN=0 in the environment keeps both to this machine.
+
+import { readFileSync, statSync } from "node:fs"
+import { hostname } from "node:os"
+import { dirname, join, resolve } from "node:path"
 
 const BOARD = (process.env.AGENTBOARD_URL || "").replace(/\/+$/, "")
 const TOKEN = process.env.AGENTBOARD_TOKEN || ""
+const REPORT_ORIGIN = !["0", "false", "no", "off"].includes(
+  (process.env.AGENTBOARD_REPORT_ORIGIN || "").trim().toLowerCase(),
+)
 
 // opencode's own events the board shows as they are.
 const FORWARDED = new Set([
@@ -21,7 +32,117 @@ const FORWARDED = new Set([
 const OTHER_PLUGIN = /oh-my-open(code|agent)/i
 const OTHER_DIRECTIVE = /^\s*\[SYSTEM DIRECTIVE: OH-MY-OPEN(AGENT|CODE)/
 
-export const AgentboardPlugin = async ({ client }) => {
+// --- where the sessions run: the same rules as the `agentboard hook` command ---------------
+
+// A header carries latin-1 text: a value with anything else (a control character, a letter
+// beyond latin-1) or too long for the board (which would cut it into another project) is
+// left out rather than sent changed.
+const SENDABLE = /^[\x20-\x7e\xa1-\xac\xae-\xff]+$/
+function headerValue(value, limit) {
+  const text = String(value || "").trim()
+  return text && text.length <= limit && SENDABLE.test(text) ? text : null
+}
+
+// The git directory holding the configuration of the repository `start` is in. A worktree's
+// (or submodule's) `.git` is a file naming its own git directory; a worktree's has a
+// `commondir` file naming the main repository's, where the remotes live.
+function gitDir(start) {
+  let folder = resolve(start)
+  for (;;) {
+    const dotGit = join(folder, ".git")
+    let found = null
+    try {
+      found = statSync(dotGit)
+    } catch {}
+    if (found?.isDirectory()) return dotGit
+    if (found?.isFile()) {
+      const text = readFileSync(dotGit, "utf8").trim()
+      if (!text.startsWith("gitdir:")) return null
+      const own = resolve(folder, text.slice("gitdir:".length).trim())
+      try {
+        return resolve(own, readFileSync(join(own, "commondir"), "utf8").trim())
+      } catch {
+        return own
+      }
+    }
+    const parent = dirname(folder)
+    if (parent === folder) return null
+    folder = parent
+  }
+}
+
+// A config value without its comment and quotes, with git's escapes read.
+function configValue(raw) {
+  let value = ""
+  let quoted = false
+  for (let index = 0; index < raw.length; index++) {
+    const char = raw[index]
+    if (char === "\\" && index + 1 < raw.length) {
+      const next = raw[++index]
+      value += { n: "\n", t: "\t", b: "\b" }[next] ?? next
+    } else if (char === '"') quoted = !quoted
+    else if ((char === "#" || char === ";") && !quoted) break
+    else value += char
+  }
+  return value.trim()
+}
+
+// `remote.origin.url` from a git config file (its first value, the one git fetches from).
+// `include` files and `insteadOf` rewrites are not followed: the URL as the repository has it.
+const SECTION = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/
+function originUrl(configText) {
+  let inOrigin = false
+  for (const raw of configText.split("\n")) {
+    let line = raw.trim()
+    if (line.startsWith("[")) {
+      const section = SECTION.exec(line)
+      if (!section) {
+        inOrigin = false
+        continue
+      }
+      const name = section[1].toLowerCase()
+      const sub = section[2]
+      inOrigin = (name === "remote" && sub === "origin") || (sub === undefined && name === "remote.origin")
+      line = line.slice(section[0].length).trim() // `[remote "origin"] url = …` on one line
+      if (!line) continue
+    }
+    const equals = line.indexOf("=")
+    if (!inOrigin || equals < 0) continue
+    if (line.slice(0, equals).trim().toLowerCase() === "url") return configValue(line.slice(equals + 1)) || null
+  }
+  return null
+}
+
+// The URL without a user name, password or token in a `scheme://` URL (and without its query
+// and fragment, where tokens sometimes ride). The scp-like `git@host:path` stays as it is: its
+// user is the ssh account every such URL names.
+function withoutCredentials(url) {
+  const schemeEnd = url.indexOf("://")
+  if (schemeEnd < 0) return url
+  const rest = url.slice(schemeEnd + 3).split(/[?#]/, 1)[0]
+  const slash = rest.indexOf("/")
+  const authority = slash < 0 ? rest : rest.slice(0, slash)
+  const path = slash < 0 ? "" : rest.slice(slash)
+  return `${url.slice(0, schemeEnd)}://${authority.slice(authority.lastIndexOf("@") + 1)}${path}`
+}
+
+// The two headers for sessions in `directory`; read once, when opencode loads the plugin for
+// that directory (its sessions all work there).
+function whereHeaders(directory) {
+  if (!REPORT_ORIGIN) return {}
+  const headers = {}
+  try {
+    const found = gitDir(directory)
+    const url = found && originUrl(readFileSync(join(found, "config"), "utf8"))
+    const repository = url && headerValue(withoutCredentials(url), 300)
+    if (repository) headers["X-Agentboard-Repository"] = repository
+  } catch {} // no repository, or one that cannot be read: the board says "unknown"
+  const host = headerValue(hostname(), 255)
+  if (host) headers["X-Agentboard-Host"] = host
+  return headers
+}
+
+export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   let failing = false
   const log = (level, message) =>
     client.app
@@ -32,13 +153,14 @@ export const AgentboardPlugin = async ({ client }) => {
     log("warn", "AGENTBOARD_URL and AGENTBOARD_TOKEN must be set; not reporting to Agentboard.")
     return {}
   }
+  const where = whereHeaders(directory || worktree || process.cwd())
 
   // POST one event; the board's answer, or {} when it could not be had.
   async function send(event, signal) {
     try {
       const response = await fetch(`${BOARD}/hooks/opencode`, {
         method: "POST",
-        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", ...where },
         body: JSON.stringify(event),
         signal,
       })

@@ -1,5 +1,5 @@
 """A stand-in for the board that answers every POST with `{}` and refuses every GET (such as
-an agent socket's handshake), after writing down each request's method, path and headers: for
+an agent socket's handshake), after writing down each request's method, path, headers and body: for
 tests of what the agents' side sends, without a real server."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ class Seen:
     method: str
     path: str
     headers: dict[str, str]
+    body: bytes = b""
 
 
 @dataclass
@@ -29,12 +30,12 @@ class CapturingServer:
         captured = self
 
         class Handler(BaseHTTPRequestHandler):
-            def _record(self) -> None:
-                captured.requests.append(Seen(self.command, self.path, dict(self.headers.items())))
+            def _record(self, body: bytes = b"") -> None:
+                headers = dict(self.headers.items())
+                captured.requests.append(Seen(self.command, self.path, headers, body))
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self._record()
+                self._record(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", "2")

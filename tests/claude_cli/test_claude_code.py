@@ -6,7 +6,9 @@ and checks both ends: what the board shows, and what the model was told.
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 import subprocess
 import time
 import urllib.error
@@ -14,8 +16,11 @@ from datetime import datetime
 
 import pytest
 
+from dashboard.client.cli import main
+from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
+from tests.client.conftest import make_repository
 from tests.conftest import parse_html
 from todos.enforcer import compaction_text, continuation_prompt, reminder_text
 
@@ -277,6 +282,26 @@ def test_a_session_shows_on_the_board_as_soon_as_claude_code_starts(server_facto
     )
     assert [agent["main"] for agent in shown_session["agents"]] == [True]
     assert not model.loop_requests, "The model was asked something before any prompt."
+
+
+def test_every_hook_names_the_repository_without_credentials_and_the_machine(connect, model):
+    """HTTP hooks carry what install-hooks wrote; SessionStart's command reads them itself."""
+    with CapturingServer() as board:
+        project = connect(board)
+        make_repository(project.directory, "https://oauth2:glpat-s3cret@gitlab.example/acme/shop")
+        # Installed again now the project is a repository: its HTTP hooks name its origin.
+        main(["install-hooks", "--url", board.url, "--project", str(project.directory)])
+        model.add(tool("Bash", {"command": "true", "description": "Check"}), say("Done."))
+
+        project.run("Check the build.")
+
+    hooks = [seen for seen in board.requests if seen.path == "/hooks/claude-code"]
+    events = {json.loads(seen.body)["hook_event_name"] for seen in hooks}
+    assert {"SessionStart", "PreToolUse", "PostToolUse", "Stop"} <= events, board.log()
+    for seen in hooks:
+        assert seen.headers["X-Agentboard-Repository"] == "https://gitlab.example/acme/shop"
+        assert seen.headers["X-Agentboard-Host"] == socket.gethostname()
+    assert "glpat-s3cret" not in (project.directory / ".claude" / "settings.json").read_text()
 
 
 def test_after_compact_the_list_is_handed_back_and_no_card_appears(server_factory, connect, model):

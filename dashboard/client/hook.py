@@ -19,10 +19,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from dashboard.client.origin import origin_headers
+from dashboard.client.origin import origin_headers, own_git_dir
 from dashboard.core.waits import HOOK_TIMEOUT_HEADER
 from dashboard.integrations.claude_code.decision import (
     is_plan_permission_request,
@@ -162,25 +161,16 @@ BRANCH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 
 
 def git_branch(cwd: str) -> str | None:
-    """The branch checked out in `cwd`'s repository (a worktree's own), from `.git/HEAD`
+    """The branch checked out in `cwd`'s repository (a worktree's own), from its `HEAD`
     without running git; None outside a repository or on a detached HEAD."""
-    folder = Path(cwd)
-    for candidate in [folder, *folder.parents]:
-        dot_git = candidate / ".git"
-        try:
-            if dot_git.is_file():
-                # A worktree or submodule: ".git" names the real git directory.
-                gitdir = dot_git.read_text().strip().removeprefix("gitdir:").strip()
-                head = (candidate / gitdir / "HEAD").read_text()
-            elif dot_git.is_dir():
-                head = (dot_git / "HEAD").read_text()
-            else:
-                continue
-        except OSError:
-            return None
-        ref = head.strip()
-        return ref.removeprefix("ref: refs/heads/") if ref.startswith("ref: refs/heads/") else None
-    return None
+    found = own_git_dir(cwd)
+    if found is None:
+        return None
+    try:
+        ref = (found / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    return ref.removeprefix("ref: refs/heads/") if ref.startswith("ref: refs/heads/") else None
 
 
 def with_git_branch(payload: dict[str, Any]) -> dict[str, Any]:

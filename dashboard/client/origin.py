@@ -63,11 +63,9 @@ def without_credentials(url: str) -> str:
     return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
-def git_dir(cwd: str) -> Path | None:
-    """The git directory holding `cwd`'s configuration: `.git` of the repository above it or,
-    for a worktree, the main repository's (a worktree's `.git` file names its own git
-    directory, whose `commondir` names the shared one, where the remotes live). A submodule's
-    `.git` file names its own git directory, which has its own remotes."""
+def own_git_dir(cwd: str) -> Path | None:
+    """The git directory of the repository (or worktree, or submodule) `cwd` is in: `.git`
+    above it, or the directory a `.git` file names (a worktree's own, with its own HEAD)."""
     folder = Path(cwd)
     for candidate in [folder, *folder.parents]:
         dot_git = candidate / ".git"
@@ -77,16 +75,25 @@ def git_dir(cwd: str) -> Path | None:
             if not dot_git.is_file():
                 continue
             text = dot_git.read_text(encoding="utf-8").strip()
-            if not text.startswith("gitdir:"):
-                return None
-            own = candidate / text.removeprefix("gitdir:").strip()
-            common = own / "commondir"
-            if common.is_file():
-                return own / common.read_text(encoding="utf-8").strip()
-            return own
         except (OSError, UnicodeDecodeError):
             return None
+        if not text.startswith("gitdir:"):
+            return None
+        return candidate / text.removeprefix("gitdir:").strip()
     return None
+
+
+def git_dir(cwd: str) -> Path | None:
+    """The git directory holding `cwd`'s configuration: a worktree's own git directory has a
+    `commondir` file naming the main repository's, where the remotes live (a submodule's has
+    none: its remotes are its own)."""
+    own = own_git_dir(cwd)
+    if own is None:
+        return None
+    try:
+        return own / (own / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return own
 
 
 def origin_url(config_text: str) -> str | None:

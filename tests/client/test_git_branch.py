@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dashboard.client.hook import git_branch, with_git_branch
+from tests.client.conftest import add_worktree, make_repository
 
 
 def test_the_branch_is_read_from_the_repository_above_the_working_directory(tmp_path):
@@ -38,3 +39,11 @@ def test_only_session_start_and_prompts_carry_the_branch(tmp_path):
 
     assert with_git_branch(start)["git_branch"] == "main"
     assert "git_branch" not in with_git_branch(tool)
+
+
+def test_a_worktree_made_by_git_reads_its_own_branch(tmp_path):
+    shop = make_repository(tmp_path / "shop")
+    add_worktree(shop, tmp_path / "dark-mode")
+
+    assert git_branch(str(tmp_path / "dark-mode")) == "dark-mode"
+    assert git_branch(str(shop)) == "main"

@@ -6,14 +6,18 @@ the model was told (the continuation prompt, the reviewer's denial).
 
 from __future__ import annotations
 
+import json
 import re
+import socket
 import subprocess
 import time
 from datetime import datetime
 
 import pytest
 
+from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.client.conftest import make_repository
 from tests.codex_cli.model_server import plan, say, shell, spawn_agent, wait_agent
 from todos.enforcer import continuation_prompt, reminder_text
 
@@ -89,6 +93,23 @@ def a_stop_with_a_step_left(model) -> list[dict]:
         {"content": "Store the theme", "status": "completed"},
         {"content": "Run the tests", "status": "in_progress"},
     ]
+
+
+def test_every_hook_names_the_repository_without_credentials_and_the_machine(connect, model):
+    with CapturingServer() as board:
+        project = connect(board)
+        make_repository(project.directory, "https://ghp_s3cret@github.com/acme/shop.git")
+        model.add(shell("ls"), say("Done."))
+
+        result = project.run("Look around")
+
+    assert result.returncode == 0, project.report(result)
+    hooks = [seen for seen in board.requests if seen.path == "/hooks/codex"]
+    events = {json.loads(seen.body)["hook_event_name"] for seen in hooks}
+    assert {"SessionStart", "PreToolUse", "PostToolUse", "Stop"} <= events, board.log()
+    for seen in hooks:
+        assert seen.headers["X-Agentboard-Repository"] == "https://github.com/acme/shop.git"
+        assert seen.headers["X-Agentboard-Host"] == socket.gethostname()
 
 
 def test_a_stop_with_open_steps_is_continued_with_the_boards_prompt(server_factory, connect, model):

@@ -63,6 +63,17 @@ def without_credentials(url: str) -> str:
     return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
 
 
+def names_a_shared_repository(url: str) -> bool:
+    """Whether the remote is on a server (`scheme://host/…` or git's scp-like `host:path`, a
+    colon before any slash) rather than a folder on this machine (`/srv/git/shop.git`,
+    `../shop`, `file://…`), which names no project the team shares and which the board
+    would ignore."""
+    if "://" in url:
+        return not url.lower().startswith("file://")
+    head, colon, _ = url.partition(":")
+    return bool(colon and head) and "/" not in head
+
+
 def own_git_dir(cwd: str) -> Path | None:
     """The git directory of the repository (or worktree, or submodule) `cwd` is in: `.git`
     above it, or the directory a `.git` file names (a worktree's own, with its own HEAD)."""
@@ -155,7 +166,9 @@ def repository(cwd: str) -> str | None:
     except OSError:
         return None
     url = origin_url(text)
-    return header_value(without_credentials(url), MAX_REPOSITORY) if url else None
+    if not url or not names_a_shared_repository(url):
+        return None
+    return header_value(without_credentials(url), MAX_REPOSITORY)
 
 
 def origin_headers(cwd: object) -> dict[str, str]:

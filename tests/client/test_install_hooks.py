@@ -271,7 +271,7 @@ def test_a_users_settings_name_only_the_machine(tmp_path, monkeypatch):
 
 
 def test_a_url_claude_code_would_rewrite_is_left_out(project):
-    make_repository(project, "/srv/git/$HOME/shop.git")
+    make_repository(project, "git@git.example:$HOME/shop.git")
 
     main(["install-hooks", "--url", URL, "--project", str(project)])
 

@@ -58,6 +58,13 @@ def test_only_the_secret_parts_of_a_url_are_taken_out(configured, sent):
     assert without_credentials(configured) == sent
 
 
+def test_a_remote_in_a_folder_of_this_machine_names_no_shared_project(tmp_path):
+    for name, remote in [("a", "/srv/git/shop.git"), ("b", "../shop"), ("c", "file:///srv/shop")]:
+        make_repository(tmp_path / name, remote)
+
+        assert repository(str(tmp_path / name)) is None
+
+
 def test_nothing_is_reported_without_a_repository_or_an_origin(tmp_path):
     make_repository(tmp_path / "local")
     make_repository(tmp_path / "forked", "https://github.com/acme/shop")

@@ -126,6 +126,14 @@ function withoutCredentials(url) {
   return `${url.slice(0, schemeEnd)}://${authority.slice(authority.lastIndexOf("@") + 1)}${path}`
 }
 
+// Whether the remote is on a server (`scheme://host/…` or git's scp-like `host:path`, a colon
+// before any slash) rather than a folder on this machine, which names no shared project.
+function namesASharedRepository(url) {
+  if (url.includes("://")) return !url.toLowerCase().startsWith("file://")
+  const colon = url.indexOf(":")
+  return colon > 0 && !url.slice(0, colon).includes("/")
+}
+
 // The two headers for sessions in `directory`; read once, when opencode loads the plugin for
 // that directory (its sessions all work there).
 function whereHeaders(directory) {
@@ -134,7 +142,7 @@ function whereHeaders(directory) {
   try {
     const found = gitDir(directory)
     const url = found && originUrl(readFileSync(join(found, "config"), "utf8"))
-    const repository = url && headerValue(withoutCredentials(url), 300)
+    const repository = url && namesASharedRepository(url) && headerValue(withoutCredentials(url), 300)
     if (repository) headers["X-Agentboard-Repository"] = repository
   } catch {} // no repository, or one that cannot be read: the board says "unknown"
   const host = headerValue(hostname(), 255)

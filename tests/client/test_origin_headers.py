@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.capturing_server import CapturingServer
-from tests.client.conftest import make_repository
+from tests.client.conftest import api_get, make_repository
 from tests.liveserver import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -116,3 +116,13 @@ def test_the_user_can_keep_both_to_themselves(board, shop, args, env):
     for seen in board.requests:
         assert "X-Agentboard-Repository" not in seen.headers
         assert "X-Agentboard-Host" not in seen.headers
+
+
+def test_the_board_shows_the_sessions_repository_and_machine(agentboard_server, run_hook, shop):
+    start = payload("claude-code", "session_start.json", shop)
+
+    hook = run_hook(start, url=agentboard_server.url, token=agentboard_server.token)
+
+    assert hook.finish()[0] == 0
+    session = api_get(agentboard_server, f"/api/v1/sessions/{start['session_id']}")
+    assert (session["repository"], session["host"]) == ("github.com/acme/shop", HOST.lower())

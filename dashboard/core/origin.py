@@ -135,9 +135,11 @@ def _is_noted(session_id: str, origin: Origin) -> bool:
     known = _noted.get(session_id)
     if known is None:
         return False
-    # Nothing new: what it says now is what is known (or it says less).
-    return (not origin.repository or origin.repository == known.repository) and (
-        not origin.host or origin.host == known.host
+    # Nothing new: it fills no field still unknown. (A value that differs from the one known
+    # is ignored: the first report sticks, and a project's committed settings may carry
+    # another machine's name on every hook; it was logged once, when first seen.)
+    return (not origin.repository or bool(known.repository)) and (
+        not origin.host or bool(known.host)
     )
 
 

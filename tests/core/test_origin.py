@@ -7,7 +7,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, normalize_repository
+from dashboard.core.origin import (
+    HOST_HEADER,
+    REPOSITORY_HEADER,
+    forget_noted,
+    normalize_repository,
+)
 from dashboard.models import Project, Session
 from tests.hooks.conftest import SESSION_ID, load_fixture
 
@@ -90,7 +95,17 @@ def test_a_folder_project_gives_way_to_the_repository_once_reported(hook):
 
 def test_the_first_report_sticks_and_a_different_one_is_ignored_with_a_log_line(hook, caplog):
     start(hook, {REPOSITORY_HEADER: "git@github.com:acme/shop.git", HOST_HEADER: "one"})
-    session = start(hook, {REPOSITORY_HEADER: "git@github.com:acme/other.git", HOST_HEADER: "two"})
+    other = {REPOSITORY_HEADER: "git@github.com:acme/other.git", HOST_HEADER: "two"}
+    # In this process it costs nothing: what it says fills no unknown field.
+    prompt = load_fixture("user_prompt_submit.json")
+    with CaptureQueriesContext(connection) as differing:
+        hook(prompt, headers=other)
+    with CaptureQueriesContext(connection) as same:
+        hook(prompt)
+    assert len(differing) == len(same)
+    # Another process (one that has not noted it) says why it ignores it, once.
+    forget_noted()
+    session = start(hook, other)
 
     assert (session.repository, session.host) == ("github.com/acme/shop", "one")
     assert "ignored repository 'github.com/acme/other'" in caplog.text

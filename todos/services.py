@@ -178,6 +178,7 @@ _INSERT_REVISION = """
 _AMEND_REVISION = """
     UPDATE todos_todorevision SET new_todos = %s, request_hash = %s,
     idempotency_key = COALESCE(idempotency_key, %s) WHERE agent_id = %s AND number = %s
+    RETURNING id
 """
 
 
@@ -343,7 +344,9 @@ def todo_list_amend(
                 agent.todo_revision,
             ],
         )
+        (revision_pk,) = cursor.fetchone()
     changes = resolved.changes()
+    changes.amended_revisions.add(revision_pk)
     return changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
 
 

@@ -10,13 +10,17 @@ subagent's TaskCreated or TaskCompleted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
+from channels.layers import get_channel_layer
 
 from dashboard.board.selectors import session_history
+from dashboard.live import publisher as live
 from dashboard.models import Agent, Session
 from tests.hooks.conftest import FIXTURES, SESSION_ID, SUBAGENT_ID, load_fixture
+from tests.hooks.test_lifecycle_and_todos import AsyncHook, fragment_with
 from todos.models import AgentTracking, TodoRevision
 
 pytestmark = pytest.mark.django_db
@@ -108,7 +112,9 @@ def test_a_spinner_text_delivered_again_changes_nothing(hook):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_a_subagents_first_task_never_shows_on_the_main_card(hook, version):
+def test_a_subagents_first_task_never_shows_on_the_main_card(hook, settings, version):
+    # The subagent stops with a task in progress: no countdown holds its SubagentStop here.
+    settings.AGENTBOARD_ENFORCER_ENABLED = False
     replay(hook, recorded("subagent", version))
 
     assert revisions_of(SESSION_ID) == 0
@@ -156,3 +162,35 @@ def test_a_task_of_one_of_two_subagents_making_tasks_at_once_lands_on_the_main_c
 
     # Which of the two made it, nothing says yet: its own TaskCreate hook moves it.
     assert [content for content, *_ in card()] == ["Wire the toggle into the header"]
+
+
+async def fragments_for(channel: str, seconds: float) -> list[str]:
+    """Every fragment the board receives within `seconds`."""
+    layer = get_channel_layer()
+    received = []
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                received.append((await layer.receive(channel))["html"])
+    except TimeoutError:
+        return received
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("sync_thread_connections_closed")
+async def test_the_spinner_text_reaches_the_open_board_without_a_line_of_history(token):
+    client = AsyncHook(token)
+    await client.post(load_fixture("session_start.json"))
+    session = await Session.objects.aget(session_id=SESSION_ID)
+    layer = get_channel_layer()
+    board = await layer.new_channel()
+    await layer.group_add(live.session_group(session.pk), board)
+    await client.post(load_fixture("task_completed.json", hook_event_name="TaskCreated"))
+    await fragment_with(board, "wrote a list of 1 item")
+
+    await client.post(load_fixture("post_tool_use_task_create.json"))
+
+    fragments = await fragments_for(board, 0.5)
+    assert fragments, "The card was not drawn again."
+    assert not any("#history" in html for html in fragments)
+    await layer.group_discard(live.session_group(session.pk), board)

@@ -47,7 +47,9 @@ class Todo(models.Model):
 
 
 class TodoRevision(models.Model):
-    """Every accepted write, immutable: the complete list before and after it."""
+    """Every accepted write: the complete list before and after it. Immutable, but for the
+    spinner texts of its newest list, which a later hook of the same change may complete
+    (`todo_list_amend`)."""
 
     class Source(models.TextChoices):
         API = "api", "HTTP API"

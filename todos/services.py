@@ -11,6 +11,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from dashboard.core.changes import Changes
@@ -173,6 +174,12 @@ _INSERT_REVISION = """
     VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
     RETURNING id
 """
+# A key already on the revision stays: it names the delivery that made it.
+_AMEND_REVISION = """
+    UPDATE todos_todorevision SET new_todos = %s, request_hash = %s,
+    idempotency_key = COALESCE(idempotency_key, %s) WHERE agent_id = %s AND number = %s
+    RETURNING id
+"""
 
 
 def revision_key_used(*, agent: Agent, key: str) -> bool:
@@ -265,22 +272,7 @@ def todo_list_store(
     agent.last_seen_at = agent.session.last_seen_at = now
     stamp = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
-        cursor.execute(_DELETE_TODOS, [agent.pk])
-        cursor.executemany(
-            _INSERT_TODO,
-            [
-                (
-                    agent.pk,
-                    position,
-                    item["content"],
-                    item.get("activeForm", ""),
-                    item["status"],
-                    item.get("priority", ""),
-                    item.get("id", ""),
-                )
-                for position, item in enumerate(stored_items)
-            ],
-        )
+        _todos_replace(cursor, agent=agent, items=stored_items)
         cursor.execute(
             _UPDATE_AGENT,
             [agent.todo_revision, agent.cleared_total, stamp, agent.agent_type, agent.pk],
@@ -312,6 +304,69 @@ def todo_list_store(
     result = _result(agent.todo_revision, old_items, new_items)
     result.changes.merge(changes)
     return result
+
+
+def todo_lists_read_alike(a: Sequence[Mapping[str, str]], b: Sequence[Mapping[str, str]]) -> bool:
+    """Whether a person reads two lists as the same: the same items with the same statuses in
+    the same order. Only the spinner texts (activeForm) may differ."""
+
+    def seen(items: Sequence[Mapping[str, str]]) -> list[tuple[str, ...]]:
+        return [(i["content"], i["status"], i.get("id", ""), i.get("priority", "")) for i in items]
+
+    return seen(a) == seen(b)
+
+
+def todo_list_amend(
+    *,
+    resolved: ResolvedAgent,
+    old_items: list[dict[str, str]],
+    new_items: list[dict[str, str]],
+    idempotency_key: str | None = None,
+) -> Changes:
+    """Store `new_items`, which a person reads as the agent's current list `old_items`
+    (`todo_lists_read_alike`), as that list's latest revision, changed in place: no revision
+    and no line of history of its own. Claude Code reports one Task tool call with two hooks
+    (TaskCreated, then the tool's own PostToolUse with the spinner text); the second completes
+    the change the first recorded. The agent still used its todo list, which the enforcer
+    counts as any write. `idempotency_key` (the tool call's) is kept on the revision when it
+    has none, so a delivery seen before is known as such."""
+    new_items = todo_items_redacted(new_items)
+    agent = resolved.agent
+    with connection.cursor() as cursor:
+        _todos_replace(cursor, agent=agent, items=new_items)
+        cursor.execute(
+            _AMEND_REVISION,
+            [
+                connection.ops.adapt_json_value(new_items, None),
+                _request_hash(new_items),
+                idempotency_key or None,
+                agent.pk,
+                agent.todo_revision,
+            ],
+        )
+        (revision_pk,) = cursor.fetchone()
+    changes = resolved.changes()
+    changes.amended_revisions.add(revision_pk)
+    return changes.merge(enforcer.on_todo_write(agent=agent, old=old_items, new=new_items))
+
+
+def _todos_replace(cursor: CursorWrapper, *, agent: Agent, items: list[dict[str, str]]) -> None:
+    cursor.execute(_DELETE_TODOS, [agent.pk])
+    cursor.executemany(
+        _INSERT_TODO,
+        [
+            (
+                agent.pk,
+                position,
+                item["content"],
+                item.get("activeForm", ""),
+                item["status"],
+                item.get("priority", ""),
+                item.get("id", ""),
+            )
+            for position, item in enumerate(items)
+        ],
+    )
 
 
 def todo_list_read(*, owner: AbstractBaseUser, session_id: str, agent_id: str) -> dict:

@@ -6,6 +6,7 @@ import base64
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -230,3 +231,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         return started_at, int(pk)
     except (ValueError, UnicodeDecodeError):
         raise ValueError("not a cursor of this list") from None
+
+
+def agents_in_tool_call(*, owner: AbstractBaseUser, session_id: str, tool: str) -> set[str]:
+    """The ids of the session's agents inside a call of `tool` now: its start reported (a
+    PreToolUse), its end not."""
+    return set(
+        Step.objects.filter(
+            session__session_id=session_id,
+            session__owner=owner,
+            tool_name=tool,
+            outcome=StepOutcome.RUNNING,
+        ).values_list("agent__agent_id", flat=True)
+    )

@@ -45,6 +45,9 @@ class Changes:
     sessions: set[int] = field(default_factory=set)
     # New lines of the session history.
     revisions: list[int] = field(default_factory=list)
+    # Revisions whose newest list was completed in place (`todo_list_amend`): no new line of
+    # history, but search reads their list again.
+    amended_revisions: set[int] = field(default_factory=set)
     enforcer_events: list[int] = field(default_factory=list)
     # Plans submitted, decided, withdrawn or expired: queue, boards and review pages.
     plans: set[int] = field(default_factory=set)
@@ -104,6 +107,7 @@ class Changes:
         self.created_sessions |= other.created_sessions
         self.sessions |= other.sessions
         self.revisions += [pk for pk in other.revisions if pk not in self.revisions]
+        self.amended_revisions |= other.amended_revisions
         self.enforcer_events += [
             pk for pk in other.enforcer_events if pk not in self.enforcer_events
         ]

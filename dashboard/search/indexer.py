@@ -46,7 +46,7 @@ class Touched:
         touched = cls()
         for changes in written:
             touched.sessions |= changes.created_sessions | changes.sessions
-            touched.revisions.update(changes.revisions)
+            touched.revisions.update(changes.revisions, changes.amended_revisions)
             touched.plans |= changes.plans | set(changes.decided_plans)
             touched.annotated |= changes.annotated_plans
             touched.requests |= changes.permission_requests

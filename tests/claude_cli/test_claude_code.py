@@ -113,6 +113,28 @@ def session(board, session_id: str) -> dict:
     return board_get(board, f"/api/v1/sessions/{session_id}")
 
 
+def todo_history(lead: Lead, session_id: str) -> list[tuple[str, str]]:
+    """The lines of the session's history about its todo lists, oldest first, as the board's
+    page shows them: (who, what)."""
+    page = parse_html(lead.get(f"/sessions/{session_id}/"))
+    entries = page.find(id="history").find_all("li", cls="kind-revision")
+    return [
+        (entry.find("span", cls="who").text(), entry.find("span", cls="what").text())
+        for entry in reversed(entries)
+    ]
+
+
+def revisions_of(board, session_id: str, agent_id: str) -> int:
+    """How many lists an agent's card has shown: each change of it is a stored revision."""
+    [(count,)] = board.query(
+        "SELECT COUNT(*) FROM todos_todorevision r JOIN dashboard_agent a ON a.id = r.agent_id "
+        "JOIN dashboard_session s ON s.id = a.session_id "
+        "WHERE s.session_id = %s AND a.agent_id = %s",
+        (session_id, agent_id),
+    )
+    return count
+
+
 def poll_session(board, session_id: str) -> dict | None:
     """The session, or None while the board does not know it yet."""
     try:
@@ -171,6 +193,9 @@ def test_task_tools_list_and_progress_show_on_the_board(server_factory, connect,
         update_task(model, tests, "in_progress"),
         update_task(model, tests, "completed"),
         update_task(model, parser, "in_progress"),
+        update_task(model, parser, "completed"),
+        update_task(model, docs, "in_progress"),
+        create_task("Note it in the changelog", "Noting it in the changelog"),
         say("Pausing here."),
     )
 
@@ -179,10 +204,24 @@ def test_task_tools_list_and_progress_show_on_the_board(server_factory, connect,
     listed = board_todos(board, project.session_id)
     assert shown(listed["todos"]) == [
         ("Run the tests", "completed", "Running the tests"),
-        ("Fix the parser", "in_progress", "Fixing the parser"),
-        ("Update the docs", "pending", "Updating the docs"),
+        ("Fix the parser", "completed", "Fixing the parser"),
+        ("Update the docs", "in_progress", "Updating the docs"),
+        ("Note it in the changelog", "pending", "Noting it in the changelog"),
     ], project.report()
-    assert listed["progress"] == progress(1, 1, 1)
+    assert listed["progress"] == progress(2, 1, 1)
+    # Nine tool calls, nine changes in the history: Claude Code reports a TaskCreate (or a
+    # completion) with two hooks, which make one line, and none says the list was unchanged.
+    assert todo_history(Lead(board), project.session_id) == [
+        ("main", "wrote a list of 1 item"),
+        ("main", "added 1 item"),
+        ("main", "added 1 item"),
+        ("main", "started “Run the tests”"),
+        ("main", "completed “Run the tests”"),
+        ("main", "started “Fix the parser”"),
+        ("main", "completed “Fix the parser”"),
+        ("main", "started “Update the docs”"),
+        ("main", "added 1 item"),
+    ], project.report()
 
 
 @pytest.mark.parametrize("todo_tools", ["TodoWrite", "Task tools"])
@@ -240,6 +279,19 @@ def test_a_subagent_gets_its_own_card_with_its_own_list(server_factory, connect,
     assert card["progress"] == progress(1, 1, 0)
     main = next(agent for agent in agents if agent["main"])
     assert main["todos"] == [], project.report()
+    # Not even for a moment: 2.1.197 names no agent in a subagent's TaskCreated, which comes
+    # before the subagent's own hook of the call.
+    assert revisions_of(board, project.session_id, project.session_id) == 0, project.report()
+    subagent_lines = ["wrote a list of 2 items"]
+    if todo_tools == "Task tools":
+        subagent_lines = [
+            "wrote a list of 1 item",
+            "added 1 item",
+            "completed “Read the parser”",
+            "started “Write the report”",
+        ]
+    history = todo_history(Lead(board), project.session_id)
+    assert [what for _, what in history] == subagent_lines, project.report()
 
 
 def test_a_stale_list_reminder_reaches_the_model(server_factory, connect, model):

@@ -343,7 +343,10 @@ def test_task_created_adds_a_task_once_and_the_tools_own_hook_adds_its_spinner_t
     assert todos_of() == [("Wire the toggle into the header", "pending")]
     todo = Agent.objects.get(agent_id=SESSION_ID).todos.get()
     assert todo.active_form == "Wiring the toggle into the header"
-    assert len(revisions()) == 2
+    # One change, one revision: the spinner text completes the one TaskCreated recorded.
+    [revision] = revisions()
+    assert revision.new_todos[0]["activeForm"] == "Wiring the toggle into the header"
+    assert revision.idempotency_key == "toolu_01TaskCreate00000005"
 
 
 def subagent_task_create(task_id: str = "7", subject: str | None = None) -> dict:

@@ -145,6 +145,18 @@ def test_the_index_follows_edits_and_pruning(history, client, user, hook):
     assert not SearchEntry.objects.filter(kind=EntryKind.STEP).exists()
 
 
+def test_a_spinner_text_claude_code_sends_after_the_task_is_found(hook, client, user):
+    # TaskCreated first, without it; the TaskCreate's own hook adds it to the same revision.
+    created = load_fixture("task_completed.json", hook_event_name="TaskCreated")
+    hook({**created, "task_subject": "Measure the endpoint"})
+    task_create = load_fixture("post_tool_use_task_create.json")
+    task_create["tool_input"] = {"subject": "Measure the endpoint", "activeForm": "Benchmarking"}
+    hook(task_create)
+
+    client.force_login(user)
+    assert search(client, "benchmarking") == {"Todo lists": ["Measure the endpoint"]}
+
+
 def test_secrets_redacted_before_storage_are_never_indexed(hook, client, user):
     hook(load_fixture("session_start.json"))
     secret = "AKIAIOSFODNN7EXAMPLE"

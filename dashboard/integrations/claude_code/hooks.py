@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ValidationError
 
+from dashboard.activity.selectors import agents_in_tool_call
 from dashboard.activity.services import step_interrupted
 from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
@@ -88,7 +89,9 @@ from todos.services import (
     current_todos,
     revision_key_used,
     todo_items_redacted,
+    todo_list_amend,
     todo_list_store,
+    todo_lists_read_alike,
 )
 
 logger = logging.getLogger(__name__)
@@ -513,7 +516,7 @@ async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> O
         change=change,
         idempotency_key=hook.tool_use_id,
         # Rewriting a list unchanged is still a TodoWrite worth a revision; a Task tool call
-        # that changes nothing (an unknown task id) is not.
+        # that changes nothing a person sees (an unknown task id, a spinner text) is not.
         record_unchanged=hook.tool_name == "TodoWrite",
         step=hook_step(payload),
     )
@@ -606,6 +609,21 @@ def _subagent_task_created(
     return Outcome(None, outcome.changes.merge(moved.changes))
 
 
+def _task_event_agent(*, owner: AbstractBaseUser, hook: TaskEventInput, task_id: str) -> str | None:
+    """The subagent a TaskCreated or TaskCompleted without an agent_id is about, or None for
+    the main agent. A task being created belongs to the one agent inside a TaskCreate call:
+    its PreToolUse, which names its agent, was answered before the task was made. Otherwise
+    the task belongs to whichever agent's list holds it."""
+    if hook.hook_event_name == "TaskCreated":
+        creating = agents_in_tool_call(owner=owner, session_id=hook.session_id, tool="TaskCreate")
+        if creating:
+            # Several at once (subagents in parallel) cannot be told apart: the main card
+            # takes the task until its own TaskCreate hook moves it (`_subagent_task_created`).
+            only = creating.pop() if len(creating) == 1 else hook.session_id
+            return None if only == hook.session_id else only
+    return _task_holder(owner=owner, session_id=hook.session_id, task_id=task_id)
+
+
 def _task_holder(*, owner: AbstractBaseUser, session_id: str, task_id: str) -> str | None:
     """The subagent whose list holds this task, when the session's main agent's does not."""
     holders = set(
@@ -644,12 +662,11 @@ async def _task_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Outpu
 def _task_event_change(
     *, owner: AbstractBaseUser, hook: TaskEventInput, task_id: str, change: TodoChange
 ) -> Outcome[None]:
-    # Claude Code 2.1.19x sends these without an agent_id even for a subagent's tasks: the
-    # task belongs to whichever agent's own TaskCreate reported it.
+    # Claude Code 2.1.19x sends these without an agent_id even for a subagent's tasks.
     if hook.agent_id is None:
-        holder = _task_holder(owner=owner, session_id=hook.session_id, task_id=task_id)
-        if holder is not None:
-            hook = hook.model_copy(update={"agent_id": holder})
+        owning = _task_event_agent(owner=owner, hook=hook, task_id=task_id)
+        if owning is not None:
+            hook = hook.model_copy(update={"agent_id": owning})
     return todos_change(
         owner=owner, hook=hook, change=change, idempotency_key=None, record_unchanged=False
     )
@@ -666,7 +683,9 @@ def todos_change(
 ) -> Outcome[None]:
     """Read the agent's list, apply `change` and store the result as a hook revision, all under
     the agent's row lock so concurrent Task tool hooks cannot lose each other's items. The tool
-    call is a `step` too."""
+    call is a `step` too. Unless `record_unchanged` (a TodoWrite: whatever the agent sends is a
+    write of its own), a change that leaves the list as a person reads it makes no revision:
+    nothing when nothing changed, the latest revision amended when only spinner texts did."""
     with transaction.atomic(savepoint=False):
         # The write below records the activity precisely; observing may be coarse.
         resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
@@ -687,11 +706,19 @@ def todos_change(
         validated = validate(TodoWriteToolInput, {"todos": new}, loc=("tool_input",)).todos
         if settings.AGENTBOARD_TODO_POLICY == "strict":
             check_strict_policy(validated)
+        new = [item.as_wire() for item in validated]
+        if not record_unchanged and current and todo_lists_read_alike(current, new):
+            # Only spinner texts changed (TaskCreate's own hook after its TaskCreated): part
+            # of the change already recorded, not one a person would see in the history.
+            amended = todo_list_amend(
+                resolved=resolved, old_items=current, new_items=new, idempotency_key=idempotency_key
+            )
+            return Outcome(None, changes.merge(amended))
         # Claude Code already ran the tool, so the list changed whatever the mode says.
         written = todo_list_store(
             resolved=resolved,
             old_items=current,
-            new_items=[item.as_wire() for item in validated],
+            new_items=new,
             source=TodoRevision.Source.HOOK,
             idempotency_key=idempotency_key,
         )

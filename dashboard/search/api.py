@@ -3,7 +3,7 @@ it (the API's rule: a token reads only its own sessions)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from html import unescape
 from typing import Annotated, Literal
 
@@ -43,7 +43,7 @@ class SearchOut(BaseModel):
 
 @router.get(
     "/search",
-    response={200: SearchOut, 400: ErrorOut, 401: ErrorOut},
+    response={200: SearchOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut},
     summary="Search your sessions, lists, plans, comments, decisions, requests and steps",
 )
 async def search(
@@ -51,8 +51,10 @@ async def search(
     q: Annotated[str, Query(description="Words, or a phrase in double quotes.")],
     kind: Annotated[Kind | None, Query(None, description="Only this kind of result.")] = None,
     project: Annotated[int | None, Query(None, description="Only this project's (its id).")] = None,
-    since: Annotated[str | None, Query(None, description="From this day, e.g. 2026-11-01.")] = None,
-    until: Annotated[str | None, Query(None, description="Up to this day, included.")] = None,
+    since: Annotated[
+        date | None, Query(None, description="From this day, e.g. 2026-11-01.")
+    ] = None,
+    until: Annotated[date | None, Query(None, description="Up to this day, included.")] = None,
     limit: Annotated[int, Query(20, ge=1, le=60)] = 20,
 ) -> dict:
     """The most relevant first. Words are matched in any form ("paginate" finds "pagination");
@@ -70,7 +72,8 @@ def _search(owner: AbstractBaseUser, q, kind, project, since, until, limit) -> d
     try:
         filters = search_filters(query, sessions=("s.owner_id = %s", (owner.pk,)))
     except BadRequest as error:
-        raise ServiceError("invalid_filter", str(error), status=400) from None
+        # The only filter the schema cannot check is an id that names no project.
+        raise ServiceError("project_not_found", str(error), status=404) from None
     results = selectors.search(q, filters, limit)
     return {
         "results": [

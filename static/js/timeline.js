@@ -135,3 +135,14 @@ document.addEventListener("keydown", function (event) {
   box.focus();
   box.select();
 });
+
+/* On a phone, "Filter & group" opens the overview's filters. */
+document.addEventListener("click", function (event) {
+  var toggle = event.target.closest && event.target.closest("[data-toggle-filters]");
+  if (!toggle) return;
+  var form = document.getElementById(toggle.getAttribute("aria-controls"));
+  if (!form) return;
+  var open = !form.classList.contains("is-open");
+  form.classList.toggle("is-open", open);
+  toggle.setAttribute("aria-expanded", String(open));
+});

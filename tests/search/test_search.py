@@ -188,7 +188,8 @@ def test_the_api_searches_only_the_tokens_own_sessions(history, agent_api, clien
 
     other = AgentApi(client, AgentToken.issue(owner=other_user, label="x")[1])
     assert other.get("/api/v1/search?q=paginate").json() == {"results": []}
-    assert agent_api.get("/api/v1/search?q=x&since=soon").status_code == 400
+    assert agent_api.get("/api/v1/search?q=x&since=soon").status_code == 422
+    assert agent_api.get("/api/v1/search?q=x&project=999").status_code == 404
 
 
 def test_a_session_is_found_by_its_person_and_title(history, client, user):

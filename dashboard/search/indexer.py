@@ -1,14 +1,19 @@
-"""Keeping the search index current: what a write batch stored is indexed in the same batch
-(`index_batch`, a listener of the writer), from the text as stored, so already redacted; and
-everything at once by `rebuild_search`.
+"""Keeping the search index current: what a write batch stored is noted by the batch (no
+query: `index_batch`, a listener of the writer, and `steps_stored`, the activity app's) and
+indexed by one write that follows it through the same writer, behind the agents' own writes
+(`index_pending`), from the text as stored, so already redacted; everything at once by
+`rebuild_search`.
 
-A batch costs one read per kind it touched and one upsert, whatever its size; a batch that
-touched nothing searchable (most tool steps touch only their step) costs only that.
+So a hook's batch pays nothing for search, and the index job takes what many batches stored
+at once: one read per kind they touched and one upsert. What is noted and not yet indexed
+lives in this process for the moment until the next batch; a process that dies in between
+leaves those out until `rebuild_search`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -16,6 +21,7 @@ from django.db import connection, transaction
 
 from dashboard.activity.models import Step
 from dashboard.core.changes import Changes
+from dashboard.core.writer import writer
 from dashboard.models import Session
 from dashboard.search.models import EntryKind, SearchEntry
 from planmode.markdown import plain_title
@@ -53,47 +59,79 @@ class Touched:
         return touched
 
 
+@dataclass
+class Pending:
+    """What batches stored and the index has not taken yet, and whether a job will take it."""
+
+    touched: Touched = field(default_factory=Touched)
+    steps: dict[int, SearchEntry] = field(default_factory=dict)
+    queued: bool = False
+
+
+_pending = Pending()
+_pending_lock = threading.Lock()
+
+
 def index_batch(written: list[Changes]) -> None:
-    """Index what the batch stored. In a savepoint of its own: search never takes a batch's
-    writes down with it (a failure is logged, and `rebuild_search` mends the index)."""
+    """Note what the batch stored (no query), for the index job that follows."""
     touched = Touched.of(written)
+    if any(vars(touched).values()):
+        _note(touched=touched)
+
+
+def steps_stored(steps: list[Step]) -> None:
+    """The steps a batch stored, as the activity app hands them over, with their pks: their
+    entries are made now (no read) and written by the index job."""
+    entries = {
+        step.pk: entry for step in steps if step.pk is not None for entry in step_entries([step])
+    }
+    if entries:
+        _note(steps=entries)
+
+
+def _note(*, touched: Touched | None = None, steps: dict[int, SearchEntry] | None = None) -> None:
+    with _pending_lock:
+        if touched is not None:
+            for name, keys in vars(touched).items():
+                getattr(_pending.touched, name).update(keys)
+        if steps:
+            _pending.steps.update(steps)
+        if _pending.queued:
+            return
+        _pending.queued = True
+    # Behind the agents' writes: it runs in a later batch, or at once when the writer idles.
+    writer.submit(index_pending, {}, None, behind=True)
+
+
+def index_pending() -> None:
+    """The index job: what batches stored since the last one, in a savepoint of its own, so
+    search never takes other writes down with it (a failure is logged)."""
+    global _pending
+    with _pending_lock:
+        pending, _pending = _pending, Pending()
+    try:
+        with transaction.atomic():
+            _index(pending.touched)
+            store(list(pending.steps.values()))
+    except Exception:
+        logger.exception("could not index for search what was stored")
+
+
+def _index(touched: Touched) -> None:
     if not any(vars(touched).values()):
         return
     revisions = TodoRevision.objects.select_related("agent")
     decisions = Decision.objects.select_related("plan")
-    try:
-        with transaction.atomic():
-            entries = [
-                *session_entries(touched.sessions),
-                *revision_entries(revisions.filter(pk__in=touched.revisions)),
-                *plan_entries(Plan.objects.filter(pk__in=touched.plans)),
-                *decision_entries(decisions.filter(plan_id__in=touched.plans)),
-                *request_entries(PermissionRequest.objects.filter(pk__in=touched.requests)),
-            ]
-            if touched.annotated:
-                entries += comments_replaced(touched.annotated)
-            store(entries, changed_only=True)
-    except Exception:
-        logger.exception("could not index a write batch for search")
-
-
-def steps_stored(steps: list[Step]) -> None:
-    """The steps a batch stored, as the activity app hands them over (with their pks, so no
-    read): indexed in a savepoint of their own, as a batch's other things are."""
-    try:
-        with transaction.atomic():
-            known = [step for step in steps if step.pk is not None]
-            store(list(step_entries(known)))
-            missing = [step for step in steps if step.pk is None]
-            if missing:  # a database that does not say the pks of an upsert
-                keys = {(step.agent_id, step.tool_use_id) for step in missing}
-                found = Step.objects.filter(
-                    agent_id__in={agent for agent, _ in keys},
-                    tool_use_id__in={call for _, call in keys},
-                )
-                store(list(step_entries(found)))
-    except Exception:
-        logger.exception("could not index a batch's steps for search")
+    entries = [
+        *session_entries(touched.sessions),
+        *revision_entries(revisions.filter(pk__in=touched.revisions)),
+        *plan_entries(Plan.objects.filter(pk__in=touched.plans)),
+        *decision_entries(decisions.filter(plan_id__in=touched.plans)),
+        *request_entries(PermissionRequest.objects.filter(pk__in=touched.requests)),
+    ]
+    if touched.annotated:
+        entries += comments_replaced(touched.annotated)
+    store(entries, changed_only=True)
 
 
 def store(entries: list[SearchEntry], *, changed_only: bool = False) -> None:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.activity.services import activity_prune
-from dashboard.core.writer import write_sync
+from dashboard.core.writer import write_sync, writer
 from dashboard.models import Session
 from dashboard.search.models import EntryKind, SearchEntry
 from tests.conftest import parse_html
@@ -60,7 +60,13 @@ def history(hook, agent_api):
     return plan.json()["id"]
 
 
+def indexed() -> None:
+    """Wait for the index job that follows the writes made so far (it runs behind them)."""
+    writer.drain()
+
+
 def search(client, query: str) -> dict[str, list[str]]:
+    indexed()
     page = parse_html(client.get("/search/", {"q": query}).content)
     return {
         group.find("h2").text().split(" (")[0]: [
@@ -86,6 +92,7 @@ def test_a_phrase_in_quotes_is_matched_as_a_phrase(history, client, user):
 
 def test_matches_are_marked_and_link_to_the_exact_place(history, client, user):
     client.force_login(user)
+    indexed()
     page = parse_html(client.get("/search/", {"q": "lint"}).content)
     [result] = page.find("section", cls="search-group").find_all("li")
     link = result.find("a", cls="result-title").attrs["href"]
@@ -117,6 +124,7 @@ def test_decisions_comments_and_requests_are_found(history, client, reviewer, ho
 
 def test_filters_narrow_by_kind_and_person_and_bad_ones_say_why(history, client, user):
     client.force_login(user)
+    indexed()
     only_plans = parse_html(client.get("/search/", {"q": "orders", "kind": "plan"}).content)
     assert [h.text().split(" (")[0] for h in only_plans.find_all("h2")] == ["Plans"]
     assert client.get("/search/", {"q": "orders", "person": "nobody"}).status_code == 400
@@ -141,6 +149,7 @@ def test_the_index_follows_edits_and_pruning(history, client, user, hook):
     client.force_login(user)
     assert search(client, "lint").get("Tool steps")
     write_sync(activity_prune, days=-1)  # every step is older than "tomorrow"
+    indexed()
     assert "Tool steps" not in search(client, "lint")
     assert not SearchEntry.objects.filter(kind=EntryKind.STEP).exists()
 
@@ -165,12 +174,14 @@ def test_secrets_redacted_before_storage_are_never_indexed(hook, client, user):
     hook({**step, "hook_event_name": "PreToolUse", "tool_use_id": "t9",
           "tool_input": {"command": f"export AWS_ACCESS_KEY_ID={secret}"}})  # fmt: skip
     client.force_login(user)
+    indexed()
     assert not any(secret in entry.body + entry.title for entry in SearchEntry.objects.all())
     assert search(client, secret) == {}
     assert search(client, "AWS_ACCESS_KEY_ID").get("Tool steps")
 
 
 def test_rebuild_makes_the_same_index_again(history):
+    indexed()
     before = sorted(SearchEntry.objects.values_list("kind", "ref", "title", "body"))
     SearchEntry.objects.all().delete()
     call_command("rebuild_search", stdout=open("/dev/null", "w"))
@@ -179,6 +190,7 @@ def test_rebuild_makes_the_same_index_again(history):
 
 
 def test_the_api_searches_only_the_tokens_own_sessions(history, agent_api, client, other_user):
+    indexed()
     found = agent_api.get("/api/v1/search?q=paginate").json()["results"]
     assert {hit["kind"] for hit in found} >= {"plan", "todos"}
     assert "«pagination»" in next(hit for hit in found if hit["kind"] == "plan")["title"].lower()
@@ -196,6 +208,7 @@ def test_a_session_is_found_by_its_person_and_title(history, client, user):
     user.first_name, user.last_name = "Dana", "Reyes"
     user.save()
     Session.objects.filter(session_id=SESSION_ID).update(title="Orders paging")
+    indexed()
     hook_again = SearchEntry.objects.get(kind=EntryKind.SESSION)
     assert hook_again.title  # indexed when it started
     call_command("rebuild_search", stdout=open("/dev/null", "w"))
@@ -204,6 +217,7 @@ def test_a_session_is_found_by_its_person_and_title(history, client, user):
 
 
 def test_the_engine_is_the_databases_own(history):
+    indexed()
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH 'pagin'")
@@ -222,5 +236,6 @@ def test_no_text_makes_the_engine_fail(history, text):
     """Whatever is typed, in any alphabet, with any operator or quote, the engine answers."""
     from dashboard.search.engines import Filters, engine
 
+    indexed()
     hits = engine().search(text, Filters(), 10)
     assert all("<script" not in hit.snippet for hit in hits)

@@ -11,7 +11,6 @@ from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from dashboard.activity.models import StepOutcome
 from dashboard.activity.selectors import session_steps
 from dashboard.activity.timeline import (
     DEFAULT_RANGE,
@@ -112,5 +111,4 @@ def session_timeline_page(request: HttpRequest, session_id: str) -> HttpResponse
             )
         context["step"] = step
         context["step_waited_on"] = waited_on(step)
-        context["outcomes"] = StepOutcome
     return render(request, "activity/timeline.html", context)

@@ -117,6 +117,9 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("timeline", timeline),
         Visit("timeline-list", f"{timeline}?view=list"),
         Visit("search", "/search/?q=build"),
+        Visit("projects", "/projects/"),
+        # The server's first project (its seeded sessions made the first ones).
+        Visit("project", "/projects/1/"),
         Visit("timeline-step", f"{timeline}?step={first_step(server, board.session_ids[-3])}"),
         Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),

@@ -105,6 +105,11 @@ class SessionSummary:
         return self.waits[0] if self.waits else None
 
     @property
+    def only_looks(self) -> bool:
+        """Nothing waits but agents that need a look (a loop, stuck, running long)."""
+        return bool(self.waits) and all(item.kind == "look" for item in self.waits)
+
+    @property
     def group(self) -> str:
         """Where the overview lists it: what waits on the lead first, ended sessions last."""
         if self.waits:

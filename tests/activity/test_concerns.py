@@ -15,6 +15,7 @@ from dashboard.models import Agent
 from planmode.inbox import inbox_count, inbox_items, waiting
 from tests.activity.conftest import load_fixture, tool_event
 from tests.activity.test_recording import _run_batch, _step_jobs
+from tests.conftest import parse_html
 
 pytestmark = pytest.mark.django_db
 
@@ -226,6 +227,8 @@ def test_a_loop_shows_on_the_board_card_inbox_and_overview(hook, user):
     assert 'data-wait="look"' in board
     assert "needs a look" in board
     assert "/dismiss/" in board
+    header = parse_html(board).find(id="session-header").text()
+    assert "an agent needs a look" in header and "waiting on a person" not in header
     inbox = browser.get("/inbox/").content.decode()
     assert "Looping: “pytest -x” failed 3 times in a row" in inbox
     overview = browser.get("/").content.decode()

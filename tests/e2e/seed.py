@@ -9,7 +9,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -343,11 +342,9 @@ SUBAGENT = "a7c41e09b2d3"
 
 def seed_steps(server: LiveServer, session_id: str, *, running: bool = True) -> None:
     """A session's recent work: the main agent's tests pass, its build fails twice, a
-    subagent it started reads and greps, and one command still runs. The calls are a moment
-    apart, as an agent's are, so that their marks stand apart on the axis."""
+    subagent it started reads and greps, and one command still runs."""
 
     def call(tool_use_id: str, tool: str, tool_input: dict, outcome: str = "ok", **extra) -> None:
-        time.sleep(0.25)
         hook(server, "PreToolUse", session_id, tool_use_id=tool_use_id, tool_name=tool,
              tool_input=tool_input, **extra)  # fmt: skip
         if outcome == "ok":

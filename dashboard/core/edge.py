@@ -15,12 +15,13 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import BadRequest
 from django.db import models
 from pydantic import BeforeValidator, Field, PlainValidator, StrictInt, StrictStr, WithJsonSchema
 
 from dashboard.core.errors import ServiceError
-from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Session
+from dashboard.models import IDEMPOTENCY_KEY_LENGTH, Agent, Project, Session
 
 # Deeper than any real payload; far below where Python's recursion limit would be reached.
 MAX_JSON_DEPTH = 64
@@ -281,3 +282,25 @@ def query_text(query: Mapping[str, str], name: str, *, max_length: int = 200) ->
     if problem:
         raise BadRequest(f"The {name} {problem}.")
     return value
+
+
+def query_project(query: Mapping[str, str]) -> int | None:
+    """A page's `?project=` (its id), or None; one that names no project is a clear 400."""
+    project = query.get("project", "") or ""
+    if not project:
+        return None
+    if not (project.isdigit() and Project.objects.filter(pk=project).exists()):
+        raise BadRequest("There is no such project; pick one from the list.")
+    return int(project)
+
+
+def query_person(query: Mapping[str, str]) -> tuple[str, int] | None:
+    """A page's `?person=` (a user name) with the person's pk, or None; a user name of nobody
+    is a clear 400."""
+    username = query_text(query, "person", max_length=150)
+    if not username:
+        return None
+    pk = get_user_model().objects.filter(username=username).values_list("pk", flat=True).first()
+    if pk is None:
+        raise BadRequest("There is nobody with this user name; pick someone from the list.")
+    return username, pk

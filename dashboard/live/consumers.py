@@ -21,7 +21,7 @@ from dashboard.core import reader
 from dashboard.core.changes import Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
-from dashboard.core.origin import origin_from_headers, origin_note
+from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_from_headers, origin_note
 from dashboard.core.security import public_url, scope_header, scope_is_secure
 from dashboard.core.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.core.writer import write
@@ -201,13 +201,11 @@ class AgentConsumer(Consumer):
         self.token = _bearer_token(self.scope)
         self.user = await token_owner(self.token)
         # Where its agent runs, said once in the handshake's headers.
-        self.origin = origin_from_headers(
-            {
-                name.decode("latin-1").title(): value.decode("latin-1")
-                for name, value in self.scope.get("headers", [])
-            },
-            where="agent socket",
-        )
+        said = {
+            header: scope_header(self.scope, header.lower().encode())
+            for header in (REPOSITORY_HEADER, HOST_HEADER)
+        }
+        self.origin = origin_from_headers(said, where="agent socket")
         # The plans this socket waits on, each with its waiter in `dashboard.live.watch`.
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()

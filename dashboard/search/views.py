@@ -6,14 +6,13 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from dashboard.core.edge import query_text
+from dashboard.core.edge import query_person, query_project
 from dashboard.core.security import login_required
 from dashboard.core.visibility import sessions_sql
 from dashboard.models import Project
@@ -27,21 +26,11 @@ def search_filters(query: QueryDict, *, sessions: tuple[str, tuple]) -> Filters:
     kind = query.get("kind", "")
     if kind and kind not in EntryKind.values:
         raise BadRequest(f"There is no kind {kind!r} to search; pick one from the list.")
-    project = query.get("project", "")
-    if project and not (project.isdigit() and Project.objects.filter(pk=project).exists()):
-        raise BadRequest("There is no such project; pick one from the list.")
-    person = query_text(query, "person", max_length=150)
-    person_pk = None
-    if person:
-        person_pk = (
-            get_user_model().objects.filter(username=person).values_list("pk", flat=True).first()
-        )
-        if person_pk is None:
-            raise BadRequest("There is nobody with this user name; pick someone from the list.")
+    person = query_person(query)
     return Filters(
         kinds=(kind,) if kind else (),
-        project=int(project) if project else None,
-        person=person_pk,
+        project=query_project(query),
+        person=person[1] if person else None,
         since=_day(query.get("since", ""), "since"),
         until=_day(query.get("until", ""), "until", after=True),
         sessions_sql=sessions[0],

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from dashboard.activity.concerns import concern_dismiss
 from dashboard.activity.models import Concern
 from dashboard.board import selectors
-from dashboard.core.edge import query_text
+from dashboard.core.edge import query_person, query_project, query_text
 from dashboard.core.security import login_required
 from dashboard.core.writer import write
 from dashboard.models import AgentToken, Client, Project, Session
@@ -79,15 +79,13 @@ def overview_filter(query: QueryDict) -> selectors.OverviewFilter:
         raise BadRequest(
             f"There is no agent kind {client!r}; pick one of {', '.join(Client.values)}."
         )
-    project = query.get("project", "")
-    if project and not (project.isdigit() and Project.objects.filter(pk=project).exists()):
-        raise BadRequest("There is no such project; pick one from the list.")
-    person = query_text(query, "person", max_length=150)
-    if person and not get_user_model().objects.filter(username=person).exists():
-        raise BadRequest("There is nobody with this user name; pick someone from the list.")
+    person = query_person(query)
     machine = query_text(query, "machine", max_length=Session._meta.get_field("host").max_length)
     return selectors.OverviewFilter(
-        client=client, project=int(project) if project else None, person=person, machine=machine
+        client=client,
+        project=query_project(query),
+        person=person[0] if person else "",
+        machine=machine,
     )
 
 

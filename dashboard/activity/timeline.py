@@ -9,7 +9,7 @@ Positions are percentages of the axis, so the page draws them without measuring 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.utils import timezone
@@ -141,8 +141,6 @@ class Timeline:
     live: bool
     # Lanes of agents with no step in the range (not drawn).
     quiet_agents: int = 0
-    range_key: str = DEFAULT_RANGE
-    filters: dict[str, str] = field(default_factory=dict)
 
 
 def agents_in_tree_order(agents: list[Agent]) -> list[tuple[Agent, int]]:
@@ -228,8 +226,6 @@ def session_timeline(
         capped=capped,
         live=live,
         quiet_agents=len(listed) - len(lanes),
-        range_key=range_key if range_key in RANGES else DEFAULT_RANGE,
-        filters={"agent": agent_id, "tool": tool, "failures": "1" if failures_only else ""},
     )
 
 

@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.held_turn import HeldTurn
+
 Block = dict[str, Any]
 # A tool input, or a function building it from the request being answered (e.g. a path the
 # CLI named in its system reminder).
@@ -43,25 +45,12 @@ def _new_id(prefix: str) -> str:
 
 
 @dataclass
-class Turn:
+class Turn(HeldTurn):
     """One assistant message: text and tool calls, streamed as the real API streams them."""
 
     blocks: list[Block]
     # Only a request matching this takes the turn (e.g. one from a subagent); others wait.
     when: Callable[[Request], bool] | None = None
-    # A held turn is answered only once released (`release()`): until then the request that
-    # took it stays open with nothing sent back, as with a model that stopped answering.
-    gate: threading.Event | None = None
-    # Set when a request took the turn (a held one: the CLI is waiting for it).
-    taken: threading.Event = field(default_factory=threading.Event, compare=False)
-
-    def hold(self) -> Turn:
-        self.gate = threading.Event()
-        return self
-
-    def release(self) -> None:
-        assert self.gate is not None, "Only a held turn can be released."
-        self.gate.set()
 
     @property
     def tool_names(self) -> list[str]:
@@ -77,7 +66,7 @@ class Turn:
             {**b, "input": b["input"](request)} if callable(b.get("input")) else b
             for b in self.blocks
         ]
-        return Turn(blocks, self.when, self.gate, self.taken)
+        return Turn(blocks, self.when, gate=self.gate, taken=self.taken)
 
     @property
     def tool_use_ids(self) -> list[str]:

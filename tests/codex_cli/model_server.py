@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.held_turn import HeldTurn
+
 Item = dict[str, Any]
 Arguments = dict[str, Any] | Callable[["Request"], dict[str, Any]]
 _ids = itertools.count(1)
@@ -36,23 +38,10 @@ def _new_id(prefix: str) -> str:
 
 
 @dataclass
-class Turn:
+class Turn(HeldTurn):
     """One model response: output items (a message and/or function calls)."""
 
     items: list[Item]
-    # A held turn is answered only once released (`release()`): until then the request that
-    # took it stays open with nothing sent back, as with a model that stopped answering.
-    gate: threading.Event | None = None
-    # Set when a request took the turn (a held one: Codex is waiting for it).
-    taken: threading.Event = field(default_factory=threading.Event, compare=False)
-
-    def hold(self) -> Turn:
-        self.gate = threading.Event()
-        return self
-
-    def release(self) -> None:
-        assert self.gate is not None, "Only a held turn can be released."
-        self.gate.set()
 
     @property
     def call_ids(self) -> list[str]:
@@ -65,7 +54,7 @@ class Turn:
             if callable(item.get("arguments")):
                 item = {**item, "arguments": json.dumps(item["arguments"](request))}
             items.append(item)
-        return Turn(items, self.gate, self.taken)
+        return Turn(items, gate=self.gate, taken=self.taken)
 
 
 def say(text: str) -> Turn:

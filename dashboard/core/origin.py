@@ -143,18 +143,26 @@ def _is_noted(session_id: str, origin: Origin) -> bool:
     )
 
 
-async def origin_note(*, owner: AbstractBaseUser, session_id: object, origin: Origin) -> None:
+async def origin_note(
+    *, owner: AbstractBaseUser, session_id: object, headers: Mapping[str, str], where: str
+) -> None:
     """After a request's own write (which created its session if new): record where the
-    session runs, unless this process has already noted it (then it costs nothing)."""
-    if not isinstance(session_id, str) or not session_id or _is_noted(session_id, origin):
+    session runs, as `headers` say, unless this process has already noted it. A session whose
+    repository and machine are both known costs a lookup, not even reading the headers."""
+    if not isinstance(session_id, str) or not session_id:
+        return
+    known = _noted.get(session_id)
+    if known is not None and known.repository and known.host:
+        return
+    origin = origin_from_headers(headers, where=where)
+    if _is_noted(session_id, origin):
         return
     await write(origin_record, owner=owner, session_id=session_id, origin=origin)
 
 
 async def origin_note_from(request: HttpRequest, *, owner: Any, session_id: str) -> None:
-    """`origin_note` with the origin an API request's headers report."""
-    origin = origin_from_headers(request.headers, where="API")
-    await origin_note(owner=owner, session_id=session_id, origin=origin)
+    """`origin_note` for an API request."""
+    await origin_note(owner=owner, session_id=session_id, headers=request.headers, where="API")
 
 
 def origin_record(*, owner: AbstractBaseUser, session_id: str, origin: Origin) -> Changes | None:

@@ -21,7 +21,7 @@ from dashboard.core import reader
 from dashboard.core.changes import Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
-from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_from_headers, origin_note
+from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_note
 from dashboard.core.security import public_url, scope_header, scope_is_secure
 from dashboard.core.services import agent_resolve_for_update, agent_touch, token_owner
 from dashboard.core.writer import write
@@ -201,11 +201,10 @@ class AgentConsumer(Consumer):
         self.token = _bearer_token(self.scope)
         self.user = await token_owner(self.token)
         # Where its agent runs, said once in the handshake's headers.
-        said = {
+        self.origin_headers = {
             header: scope_header(self.scope, header.lower().encode())
             for header in (REPOSITORY_HEADER, HOST_HEADER)
         }
-        self.origin = origin_from_headers(said, where="agent socket")
         # The plans this socket waits on, each with its waiter in `dashboard.live.watch`.
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
@@ -219,6 +218,14 @@ class AgentConsumer(Consumer):
             return
         self.token_group = publisher.token_group(hash_token(self.token or ""))
         await self.channel_layer.group_add(self.token_group, self.channel_name)
+
+    async def _note_origin(self, session_id: str) -> None:
+        await origin_note(
+            owner=self.user,
+            session_id=session_id,
+            headers=self.origin_headers,
+            where="agent socket",
+        )
 
     async def token_revoked(self, event: dict[str, Any]) -> None:
         await self._refuse_revoked()
@@ -301,11 +308,11 @@ class AgentConsumer(Consumer):
                 agent_type=frame.agent_type,
                 cwd=frame.cwd,
             )
-            await origin_note(owner=self.user, session_id=frame.session_id, origin=self.origin)
+            await self._note_origin(frame.session_id)
             await self._send_json({"type": "ack", "id": frame.id, "result": written.as_wire()})
         elif isinstance(frame, StepFrame):
             reminder = (await write(_step, owner=self.user, frame=frame)).text
-            await origin_note(owner=self.user, session_id=frame.session_id, origin=self.origin)
+            await self._note_origin(frame.session_id)
             await self._send_json({"type": "ack", "id": frame.id, "result": {"reminder": reminder}})
             if reminder:
                 await self._send_json(

@@ -35,7 +35,7 @@ from dashboard.core.errors import (
     unauthenticated,
 )
 from dashboard.core.loops import keep
-from dashboard.core.origin import origin_from_headers, origin_note
+from dashboard.core.origin import origin_note
 from dashboard.core.redaction import redact
 from dashboard.core.services import (
     ResolvedAgent,
@@ -176,8 +176,12 @@ async def claude_code_hook(request: HttpRequest, owner: AbstractBaseUser) -> Jso
     if handler is None:
         return JsonResponse({})
     output = await handler(owner, payload)
-    origin = origin_from_headers(request.headers, where="Claude Code hook")
-    await origin_note(owner=owner, session_id=payload.get("session_id"), origin=origin)
+    await origin_note(
+        owner=owner,
+        session_id=payload.get("session_id"),
+        headers=request.headers,
+        where="Claude Code hook",
+    )
     return JsonResponse(output)
 
 

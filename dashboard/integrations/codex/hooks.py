@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome
-from dashboard.core.origin import origin_from_headers, origin_note
+from dashboard.core.origin import origin_note
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
@@ -58,8 +58,12 @@ OPEN = frozenset({"pending", "in_progress"})
 async def codex_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
     payload = shared.read_payload(request)
     output = await _answer(owner, payload)
-    origin = origin_from_headers(request.headers, where="Codex hook")
-    await origin_note(owner=owner, session_id=payload.get("session_id"), origin=origin)
+    await origin_note(
+        owner=owner,
+        session_id=payload.get("session_id"),
+        headers=request.headers,
+        where="Codex hook",
+    )
     return JsonResponse(output)
 
 

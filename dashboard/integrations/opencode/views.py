@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
-from dashboard.core.origin import origin_from_headers, origin_note
+from dashboard.core.origin import origin_note
 from dashboard.core.services import (
     KNOWN_AGENTS_SIZE,
     ResolvedAgent,
@@ -88,8 +88,12 @@ async def opencode_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonRe
     output = await _handle(owner, event)
     # A session of its own (not a subagent's child session) is where its project is noted.
     if isinstance(event, SessionEvent) and not event.properties.info.parentID:
-        origin = origin_from_headers(request.headers, where="opencode plugin")
-        await origin_note(owner=owner, session_id=event.properties.info.id, origin=origin)
+        await origin_note(
+            owner=owner,
+            session_id=event.properties.info.id,
+            headers=request.headers,
+            where="opencode plugin",
+        )
     return JsonResponse(output)
 
 

@@ -15,7 +15,7 @@ class DashboardConfig(AppConfig):
         from django.contrib.sessions.models import Session
 
         from dashboard.core.security import forget_signed_in
-        from dashboard.models import AgentToken
+        from dashboard.models import AgentToken, Membership, Project, Team
 
         # Who a browser session belongs to is remembered for a second (`dashboard.core.security`);
         # signing out, a changed user or changed permissions forget it in this process at once.
@@ -31,6 +31,11 @@ class DashboardConfig(AppConfig):
         ):
             uid = f"signed-in-{through}"
             m2m_changed.connect(forget_signed_in, sender=through, dispatch_uid=uid)
+        # Who sees what (`dashboard.core.visibility`) is read with who they are: a changed team
+        # forgets it too.
+        for model in (Membership, Project, Team):
+            post_save.connect(forget_signed_in, sender=model, dispatch_uid=f"signed-in-{model}")
+            post_delete.connect(forget_signed_in, sender=model, dispatch_uid=f"unsigned-{model}")
 
         # Revoking a token or deactivating a user here takes effect at once in this process
         # and closes the agent sockets opened with those tokens in every process; other

@@ -2,9 +2,9 @@
 
 Agents and browsers take two stacks of the same Django project. Pages go through the full
 middleware (sessions, CSRF, login, messages, static files). The agent endpoints (`/hooks/`,
-the `/api/v1/` API) authenticate every call with a bearer token and use none of that, and an
-agent waits for each of their answers: they go through `AgentHandler`, with only the security
-headers. Same URLs, views, settings and error pages.
+the `/api/v1/` API, the OTLP receiver at `/v1/`) authenticate every call with a bearer token
+and use none of that, and an agent waits for each of their answers: they go through
+`AgentHandler`, with only the security headers. Same URLs, views, settings and error pages.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def skip_the_request_started_hop() -> None:
 skip_the_request_started_hop()
 
 # Paths only agents use; the API's reference page is a page, in the dashboard's layout.
-AGENT_PATHS = ("/hooks/", "/api/v1/")
+AGENT_PATHS = ("/hooks/", "/api/v1/", "/v1/")
 PAGE_PATHS = ("/api/v1/docs",)
 
 

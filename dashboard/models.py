@@ -4,6 +4,7 @@ import hashlib
 import re
 import secrets
 from pathlib import PurePath
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -28,7 +29,44 @@ class Client(models.TextChoices):
     CLAUDE_CODE = "claude_code", "Claude Code"
     OPENCODE = "opencode", "opencode"
     CODEX = "codex", "Codex"
+    GEMINI = "gemini", "Gemini CLI"
     API = "api", "API"
+
+
+class Team(models.Model):
+    """People who work together and own projects: its members see its projects' sessions, its
+    reviewers decide their plans and permission requests (`dashboard.core.visibility`)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "pk"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TeamRole(models.TextChoices):
+    MEMBER = "member", "Member"
+    REVIEWER = "reviewer", "Reviewer"
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    role = models.CharField(max_length=10, choices=TeamRole.choices, default=TeamRole.MEMBER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="one_membership_per_team")
+        ]
+        ordering = ["team", "user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
 
 
 class Project(models.Model):
@@ -42,6 +80,22 @@ class Project(models.Model):
     # The normalized repository ("github.com/acme/shop"); empty for a folder's project.
     repository = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The team that owns it: only its members (and each session's owner) see its sessions.
+    # None: every signed-in person sees them. A team that owns projects cannot be deleted.
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="projects"
+    )
+    # Its own reviewers, asked first (people who see it: its team's members): they decide its
+    # plans and permission requests, are notified at once and find them at the top of their
+    # inbox; everyone else who would be told is told after AGENTBOARD_REVIEW_FALLBACK_MINUTES.
+    reviewers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="reviewed_projects"
+    )
+    # How many reviewers approve each plan: 1, or 2 different ones (the agent waits for both;
+    # a rejection by either ends it).
+    approvals_required = models.PositiveSmallIntegerField(
+        default=1, choices=[(1, "One reviewer"), (2, "Two different reviewers")]
+    )
 
     class Meta:
         ordering = ["name", "pk"]
@@ -88,6 +142,11 @@ class Session(models.Model):
         Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="sessions"
     )
     project_name = models.CharField(max_length=200, blank=True)
+    # Its project's team, kept beside it (set with the project, changed with the project's
+    # team), so that who may see it is a condition on this row alone.
+    team = models.ForeignKey(
+        Team, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["-last_seen_at"]
@@ -223,3 +282,105 @@ class AgentToken(models.Model):
             owner=owner, label=label, key_hash=hash_token(raw), hint=raw[:10]
         )
         return token, raw
+
+
+class AuditAction(models.TextChoices):
+    PLAN_APPROVED = "plan.approved", "approved a plan"
+    PLAN_APPROVED_AUTO = "plan.approved_auto", "approved a plan, auto-accepting edits"
+    PLAN_REJECTED = "plan.rejected", "rejected a plan"
+    PLAN_APPROVAL = "plan.approval", "approved a plan (one of two approvals)"
+    REQUEST_ALLOWED = "request.allowed", "allowed a tool"
+    REQUEST_REMEMBERED = "request.remembered", "always allowed a tool (rule written)"
+    REQUEST_DENIED = "request.denied", "denied a tool"
+    REQUEST_STOPPED = "request.stopped", "denied a tool and stopped the agent"
+    COUNTDOWN_CANCELLED = "countdown.cancelled", "cancelled a continuation countdown"
+    RULE_ADDED = "rule.added", "added a team rule"
+    RULE_CHANGED = "rule.changed", "changed a team rule"
+    RULE_REMOVED = "rule.removed", "removed a team rule"
+    TOKEN_CREATED = "token.created", "created an agent token"
+    TOKEN_REVOKED = "token.revoked", "revoked an agent token"
+    SIGNED_IN = "auth.signed_in", "signed in"
+    SIGNED_OUT = "auth.signed_out", "signed out"
+    SIGN_IN_FAILED = "auth.failed", "failed to sign in"
+    LOCKED_OUT = "auth.locked_out", "was locked out"
+    ROLE_CHANGED = "role.changed", "changed a person's role"
+    TEAM_CREATED = "team.created", "created a team"
+    TEAM_CHANGED = "team.changed", "changed a team"
+    TEAM_REMOVED = "team.removed", "removed a team"
+    MEMBER_ADDED = "team.member_added", "added a team member"
+    MEMBER_CHANGED = "team.member_changed", "changed a team member's role"
+    MEMBER_REMOVED = "team.member_removed", "removed a team member"
+    PROJECT_CHANGED = "project.changed", "changed a project's settings"
+    TARGET_ADDED = "notify.target_added", "added a notification target"
+    TARGET_CHANGED = "notify.target_changed", "changed a notification target"
+    TARGET_REMOVED = "notify.target_removed", "removed a notification target"
+    BUDGET_CHANGED = "budget.changed", "set a budget"
+    BUDGET_CONTINUED = "budget.continued", "let an over-budget session continue once"
+    BUDGET_BLOCKED = "budget.blocked", "refused a tool call over budget"
+
+
+class AuditQuerySet(models.QuerySet["AuditEntry"]):
+    """Append-only: no entry is changed or removed (on PostgreSQL a trigger says so too)."""
+
+    def update(self, **kwargs: Any) -> int:
+        raise PermissionError("The audit log is append-only: entries are never changed.")
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise PermissionError("The audit log is append-only: entries are never removed.")
+
+
+class AuditEntry(models.Model):
+    """One thing a person (or a team rule) decided, written in the transaction of the change
+    it records (`dashboard.core.audit`). Names are kept as they were: the record outlives
+    accounts, sessions and projects."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Kept when what they point at is deleted (no constraint, nothing changed): the entry
+    # says who and what by name too.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        related_name="+",
+        db_constraint=False,
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    # A team rule that decided, in its own words ("allow Bash(npm test *)").
+    rule = models.CharField(max_length=300, blank=True)
+    action = models.CharField(max_length=40, choices=AuditAction.choices)
+    session = models.ForeignKey(
+        Session, on_delete=models.DO_NOTHING, null=True, related_name="+", db_constraint=False
+    )
+    session_key = models.CharField(max_length=200, blank=True)
+    project = models.ForeignKey(
+        Project, on_delete=models.DO_NOTHING, null=True, related_name="+", db_constraint=False
+    )
+    project_name = models.CharField(max_length=200, blank=True)
+    # Whose team saw it then (who may read the entry: its reviewers and admins).
+    team = models.ForeignKey(
+        Team, on_delete=models.DO_NOTHING, null=True, related_name="+", db_constraint=False
+    )
+    # What it was about: "plan:12", "request:40", "countdown:7".
+    about = models.CharField(max_length=60, blank=True)
+    # The plan's title, the command, the notes or feedback sent, the rule written.
+    summary = models.TextField(blank=True)
+    # Where it was done: "review page", "inbox", "board", "keyboard", "API"...
+    surface = models.CharField(max_length=40, blank=True)
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["team", "at"], name="audit_team_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name or self.rule}: {self.action}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise PermissionError("The audit log is append-only: entries are never changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        raise PermissionError("The audit log is append-only: entries are never removed.")

@@ -135,7 +135,11 @@ INSTALLED_APPS = [
     "dashboard.activity",
     "dashboard.notifications",
     "dashboard.projects",
+    "dashboard.teams",
+    "dashboard.audit",
+    "dashboard.sso",
     "dashboard.search",
+    "dashboard.costs",
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the
@@ -259,6 +263,8 @@ AUTH_PASSWORD_VALIDATORS = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    # Takes part only when single sign-on is set up (below).
+    "dashboard.sso.backend.SsoBackend",
 ]
 AXES_FAILURE_LIMIT = envint("AGENTBOARD_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=envfloat("AGENTBOARD_LOGIN_LOCKOUT_MINUTES", 15))
@@ -272,6 +278,40 @@ AXES_LOCKOUT_CALLABLE = "dashboard.web.views.login_locked_out"
 # AGENTBOARD_TRUSTED_PROXY is on, and ignores the header otherwise.
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AXES_VERBOSE = False
+
+# Single sign-on with the team's identity provider (OpenID Connect, `dashboard.sso`; README,
+# "Single sign-on"): off unless the issuer is set. The provider's endpoints are read from its
+# discovery document when the server starts; one that cannot be read stops it.
+AGENTBOARD_OIDC_ISSUER = os.environ.get("AGENTBOARD_OIDC_ISSUER", "").strip()
+AGENTBOARD_OIDC_CLIENT_ID = os.environ.get("AGENTBOARD_OIDC_CLIENT_ID", "").strip()
+AGENTBOARD_OIDC_CLIENT_SECRET = os.environ.get("AGENTBOARD_OIDC_CLIENT_SECRET", "").strip()
+AGENTBOARD_OIDC_SCOPES = os.environ.get("AGENTBOARD_OIDC_SCOPES", "").strip() or (
+    "openid email profile"
+)
+# The claim that lists a person's groups, and the group whose members are admins (when set,
+# the provider decides who is an admin among the people who sign in with it).
+AGENTBOARD_OIDC_GROUPS_CLAIM = (
+    os.environ.get("AGENTBOARD_OIDC_GROUPS_CLAIM", "").strip() or "groups"
+)
+AGENTBOARD_OIDC_ADMIN_GROUP = os.environ.get("AGENTBOARD_OIDC_ADMIN_GROUP", "").strip()
+# Signing out of Agentboard signs out of the provider too (when it offers an end_session_endpoint
+# and the login page's address is registered there as a post-logout redirect URI).
+AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER = envbool("AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER", False)
+# The provider's name on the login page's button ("Log in with Acme"); its host by default.
+AGENTBOARD_OIDC_NAME = os.environ.get("AGENTBOARD_OIDC_NAME", "").strip()[:60]
+if AGENTBOARD_OIDC_ISSUER:
+    if urlsplit(AGENTBOARD_OIDC_ISSUER).scheme not in {"http", "https"}:
+        raise ImproperlyConfigured(
+            "AGENTBOARD_OIDC_ISSUER must be the provider's https address, such as "
+            f"https://sso.example.com/realms/acme, not {AGENTBOARD_OIDC_ISSUER!r}."
+        )
+    if not (AGENTBOARD_OIDC_CLIENT_ID and AGENTBOARD_OIDC_CLIENT_SECRET):
+        raise ImproperlyConfigured(
+            "Single sign-on needs AGENTBOARD_OIDC_CLIENT_ID and AGENTBOARD_OIDC_CLIENT_SECRET "
+            "as well as AGENTBOARD_OIDC_ISSUER."
+        )
+    if "openid" not in AGENTBOARD_OIDC_SCOPES.split():
+        raise ImproperlyConfigured("AGENTBOARD_OIDC_SCOPES must include openid.")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
@@ -309,6 +349,8 @@ SECURE_HSTS_SECONDS = envint("AGENTBOARD_HSTS_SECONDS", 31_536_000)
 # Largest accepted request body (HTTP API, hooks) and socket frame, in bytes.
 AGENTBOARD_MAX_BODY_BYTES = envint("AGENTBOARD_MAX_BODY_BYTES", 256 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTBOARD_MAX_BODY_BYTES
+# An OTLP export (`/v1/metrics`, `/v1/logs`) batches many points: its own cap, gzipped or not.
+AGENTBOARD_OTLP_MAX_BYTES = envint("AGENTBOARD_OTLP_MAX_BYTES", 4 * 1024 * 1024)
 
 # "default" accepts everything Claude Code accepts; "strict" adds the gencode rules
 # (at most 20 items, 500 characters per text, at most one item in progress).
@@ -343,6 +385,11 @@ if AGENTBOARD_LOOP_REPEATS < 2:
 
 # An agent with a task in progress that made no step (and sent nothing) for this long, while
 # nothing of it waits on a person, is stuck; 0 turns this off.
+# A project's named reviewers are notified of its plans and permission requests at once;
+# everyone else who would be told, this long after, if nobody has answered meanwhile.
+AGENTBOARD_REVIEW_FALLBACK_MINUTES = envfloat("AGENTBOARD_REVIEW_FALLBACK_MINUTES", 10.0)
+if AGENTBOARD_REVIEW_FALLBACK_MINUTES < 0:
+    raise ImproperlyConfigured("AGENTBOARD_REVIEW_FALLBACK_MINUTES must be 0 or more.")
 AGENTBOARD_STUCK_MINUTES = envfloat("AGENTBOARD_STUCK_MINUTES", 10.0)
 if AGENTBOARD_STUCK_MINUTES < 0:
     raise ImproperlyConfigured("AGENTBOARD_STUCK_MINUTES must be 0 or more.")

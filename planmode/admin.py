@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from dashboard.core.audit import via_request
+from dashboard.models import AuditAction
 from planmode.models import Decision, PermissionDecision, PermissionRequest, Plan, TeamRule
+from planmode.permissions import team_rule_audit, team_rule_words
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -49,5 +56,31 @@ class PermissionDecisionAdmin(ReadOnlyAdmin):
 
 @admin.register(TeamRule)
 class TeamRuleAdmin(admin.ModelAdmin):
+    """Every rule added, changed or removed here is in the audit log, as on the team rules
+    page."""
+
     list_display = ("rule", "behavior", "project", "created_by", "created_at")
     list_filter = ("behavior", "project")
+
+    def save_model(self, request: HttpRequest, obj: TeamRule, form: Any, change: bool) -> None:
+        old = TeamRule.objects.filter(pk=obj.pk).first() if change else None
+        super().save_model(request, obj, form, change)
+        via = via_request(request, "admin")
+        if old is None:
+            team_rule_audit(AuditAction.RULE_ADDED, obj, actor=request.user, via=via)
+        elif team_rule_words(old) != team_rule_words(obj):
+            team_rule_audit(
+                AuditAction.RULE_CHANGED, obj, actor=request.user, via=via,
+                before=team_rule_words(old),
+            )  # fmt: skip
+
+    def delete_model(self, request: HttpRequest, obj: TeamRule) -> None:
+        team_rule_audit(
+            AuditAction.RULE_REMOVED, obj, actor=request.user, via=via_request(request, "admin")
+        )
+        super().delete_model(request, obj)
+
+    @transaction.atomic
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[TeamRule]) -> None:
+        for rule in queryset:
+            self.delete_model(request, rule)

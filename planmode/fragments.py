@@ -8,23 +8,27 @@ from __future__ import annotations
 
 from django.template.loader import render_to_string
 
+from dashboard.core.visibility import Audience
 from planmode import selectors, services
 from planmode.inbox import InboxItem, staged_in_session, waiting_by_session
 from planmode.models import Plan
 
 
-def queue_context(*, flash_pks: list[int] | None = None) -> dict:
+def queue_context(audience: Audience, *, flash_pks: list[int] | None = None) -> dict:
+    """The review queue as the audience sees it (plans of the sessions they see)."""
     return {
-        "pending": selectors.pending_plans(),
-        "staged": selectors.staged_plans(),
-        "decided": selectors.recently_decided(),
+        "pending": selectors.pending_plans(audience),
+        "staged": selectors.staged_plans(audience),
+        "decided": selectors.recently_decided(audience),
         "flash_pks": flash_pks or [],
     }
 
 
-def render_queue(*, flash_pks: list[int] | None = None, oob: bool = False) -> str:
+def render_queue(
+    audience: Audience, *, flash_pks: list[int] | None = None, oob: bool = False
+) -> str:
     return render_to_string(
-        "planmode/_queue.html", {**queue_context(flash_pks=flash_pks), "oob": oob}
+        "planmode/_queue.html", {**queue_context(audience, flash_pks=flash_pks), "oob": oob}
     )
 
 
@@ -60,8 +64,13 @@ def render_thread(plan: Plan, *, oob: bool = False) -> str:
     )
 
 
-def decision_panel_context(plan: Plan) -> dict:
-    pending = selectors.pending_plans()
+def decision_panel_context(plan: Plan, audience: Audience | None = None) -> dict:
+    """With the next plan waiting: among those the audience sees, or, for every browser on the
+    page whoever they are (None), among the plans of the same session."""
+    if audience is None:
+        pending = selectors.session_pending_plans(plan.session_id)
+    else:
+        pending = selectors.pending_plans(audience)
     return {
         "plan": plan,
         "next_pending": next((other for other in pending if other.pk != plan.pk), None),
@@ -82,10 +91,22 @@ def render_staged_decision(plan: Plan) -> str:
     return render_to_string("planmode/_staged_decision.html", {"plan": plan, "oob": True})
 
 
-def review_snapshot(plan_pk: int) -> str:
+def approvals_context(plan: Plan) -> dict:
+    """Who has approved a plan so far, where its project asks for two approvals."""
+    return {
+        "approvals": list(plan.approvals.all()),
+        "approvals_required": services.approvals_required(plan.session),
+    }
+
+
+def render_approvals(plan: Plan) -> str:
+    return render_to_string("planmode/_approvals.html", {**approvals_context(plan), "oob": True})
+
+
+def review_snapshot(plan_pk: int, audience: Audience) -> str:
     """What a review page's socket sends on (re)connect: the state it may have missed."""
-    parts = [render_queue(oob=True)]
-    plan = selectors.plan_for_review(plan_pk)
+    parts = [render_queue(audience, oob=True)]
+    plan = selectors.plan_for_review(plan_pk, audience)
     if plan is not None:
         parts.append(render_thread(plan, oob=True))
         parts.append(render_annotations(plan))
@@ -93,6 +114,7 @@ def review_snapshot(plan_pk: int) -> str:
             parts.append(render_decision_panel(plan))
         else:
             parts.append(render_staged_decision(plan))
+            parts.append(render_approvals(plan))
     return "".join(parts)
 
 

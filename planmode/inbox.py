@@ -1,8 +1,8 @@
 """Read models for the inbox: everything waiting on a person, across all sessions one sees.
 
 Plans waiting for review, permission requests, running continuation countdowns and agents
-waiting for input in their own terminal, oldest first. A reviewer sees every session; anyone
-else only the sessions their own tokens report (`audience`: None, or that user's pk).
+waiting for input in their own terminal, oldest first. What waits on whom is the one rule of
+`dashboard.core.visibility` (`Audience.waits_on`): a session's reviewers, and its owner.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import F, QuerySet, Value
 
 from dashboard.activity.models import Concern, ConcernKind
+from dashboard.core.keyset import Page, page_of
+from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.models import Agent, Session
 from planmode import rules
 from planmode.models import (
@@ -26,7 +28,6 @@ from planmode.models import (
     TeamRule,
     TerminalWait,
 )
-from planmode.permissions import visible_sessions
 from planmode.tool_display import RequestView, describe, describe_suggestion
 from todos.models import Continuation
 
@@ -144,44 +145,44 @@ class InboxCount:
         return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in named if n)
 
 
-def _pending_plans(audience: int | None):
+def _pending_plans(audience: Audience):
     """Plans waiting for a decision; one decided and about to be sent (undo window) is not."""
     return Plan.objects.filter(
-        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=True
+        audience.waits_on("session__"), status=PlanStatus.PENDING, sends_at__isnull=True
     )
 
 
-def _pending_requests(audience: int | None):
+def _pending_requests(audience: Audience):
     """Requests waiting for an answer; one answered and about to be sent is not."""
     return PermissionRequest.objects.filter(
-        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=True
+        audience.waits_on("session__"), status=RequestStatus.PENDING, sends_at__isnull=True
     )
 
 
-def _staged_plans(audience: int | None):
+def _staged_plans(audience: Audience):
     return Plan.objects.filter(
-        visible_sessions(audience), status=PlanStatus.PENDING, sends_at__isnull=False
+        audience.waits_on("session__"), status=PlanStatus.PENDING, sends_at__isnull=False
     )
 
 
-def _staged_requests(audience: int | None):
+def _staged_requests(audience: Audience):
     return PermissionRequest.objects.filter(
-        visible_sessions(audience), status=RequestStatus.PENDING, sends_at__isnull=False
+        audience.waits_on("session__"), status=RequestStatus.PENDING, sends_at__isnull=False
     )
 
 
-def _countdowns(audience: int | None):
+def _countdowns(audience: Audience):
     return Continuation.objects.filter(
-        Q() if audience is None else Q(agent__session__owner_id=audience),
+        audience.waits_on("agent__session__"),
         status=Continuation.Status.COUNTING,
     )
 
 
-def _terminal_waits(audience: int | None):
+def _terminal_waits(audience: Audience):
     """Open terminal waits, except of agents whose plan or request already shows: Claude Code
     notifies about the very prompt that the held hook put on the board."""
     waits = TerminalWait.objects.filter(
-        Q() if audience is None else Q(agent__session__owner_id=audience),
+        audience.waits_on("agent__session__"),
         ended_at__isnull=True,
         agent__session__ended_at__isnull=True,
     )
@@ -190,10 +191,10 @@ def _terminal_waits(audience: int | None):
     )
 
 
-def _concerns(audience: int | None):
+def _concerns(audience: Audience):
     """Open episodes of agents that need a look (stuck, looping), in running sessions."""
     return Concern.objects.filter(
-        Q() if audience is None else Q(session__owner_id=audience),
+        audience.waits_on("session__"),
         ended_at__isnull=True,
         session__ended_at__isnull=True,
     )
@@ -203,6 +204,8 @@ CONCERN_WORDS = {
     ConcernKind.LOOPING: "Looping",
     ConcernKind.STUCK: "Stuck",
     ConcernKind.OVERLONG: "Running long",
+    ConcernKind.BUDGET_WARNING: "Budget 80% spent",
+    ConcernKind.OVER_BUDGET: "Over budget",
 }
 
 
@@ -234,7 +237,7 @@ def _as_waiting(queryset: QuerySet, kind: str, since: str, session: str) -> Quer
     )
 
 
-def _sources(audience: int | None) -> list[QuerySet]:
+def _sources(audience: Audience) -> list[QuerySet]:
     return [
         _as_waiting(_pending_plans(audience), "plan", "submitted_at", "session_id"),
         _as_waiting(_pending_requests(audience), "permission", "requested_at", "session_id"),
@@ -245,12 +248,12 @@ def _sources(audience: int | None) -> list[QuerySet]:
 
 
 def waiting(
-    audience: int | None = None,
+    audience: Audience = EVERYONE,
     *,
     sessions: Sequence[int] | None = None,
     agents: Sequence[int] | None = None,
 ) -> list[Waiting]:
-    """Everything waiting on the audience (None: on any reviewer), oldest first; only in these
+    """Everything waiting on the audience (EVERYONE: on anyone at all), oldest first; only in these
     sessions, or of these agents, when given. One query."""
     if (sessions is not None and not sessions) or (agents is not None and not agents):
         return []
@@ -277,15 +280,26 @@ def count_of(waits: Sequence[Waiting]) -> InboxCount:
     )
 
 
-def inbox_count(audience: int | None) -> InboxCount:
+def inbox_count(audience: Audience) -> InboxCount:
     return count_of(waiting(audience))
 
 
-def inbox_items(audience: int | None) -> list[InboxItem]:
-    """Oldest first: whoever has waited longest is served first; decisions in their undo
+def inbox_items(audience: Audience) -> list[InboxItem]:
+    """Oldest first: whoever has waited longest is served first, after what the viewer is
+    asked first about (the projects that name them as reviewers); decisions in their undo
     window are listed too, where they waited."""
     items = items_of(waiting(audience)) + _staged_items(audience)
-    return sorted(items, key=lambda item: (item.since, KINDS.index(item.kind), item.pk))
+
+    def asked_first(item: InboxItem) -> bool:
+        """A plan or request of a project that names the viewer as its reviewer comes first."""
+        return item.kind in {"plan", "permission"} and (
+            item.session.project_record_id in audience.named
+        )
+
+    return sorted(
+        items,
+        key=lambda item: (not asked_first(item), item.since, KINDS.index(item.kind), item.pk),
+    )
 
 
 _RELATED = ("session", "session__owner", "agent", "agent__session")
@@ -362,13 +376,13 @@ def staged_in_session(session_pk: int) -> list[InboxItem]:
     """The session's decisions in their undo window: its board shows them with an Undo."""
     items = [
         InboxItem("plan", plan.pk, plan.submitted_at, plan.session, plan.agent, plan=plan)
-        for plan in _staged_plans(None).filter(session_id=session_pk).select_related(*_RELATED)
+        for plan in _staged_plans(EVERYONE).filter(session_id=session_pk).select_related(*_RELATED)
     ]
-    requests = _staged_requests(None).filter(session_id=session_pk).select_related(*_RELATED)
+    requests = _staged_requests(EVERYONE).filter(session_id=session_pk).select_related(*_RELATED)
     return items + [_request_item(request) for request in requests]
 
 
-def _staged_items(audience: int | None) -> list[InboxItem]:
+def _staged_items(audience: Audience) -> list[InboxItem]:
     """Decided, not sent yet (the undo window): shown where they waited, with an Undo, but
     not waiting on anyone."""
     items = [
@@ -401,10 +415,10 @@ def _request_item(request: PermissionRequest, identical: int = 1) -> InboxItem:
     )
 
 
-def request_item(request_id: int, audience: int | None) -> InboxItem | None:
+def request_item(request_id: int, audience: Audience) -> InboxItem | None:
     """One request as the inbox shows it (decided or not), if the audience may see it."""
     request = (
-        PermissionRequest.objects.filter(visible_sessions(audience), pk=request_id)
+        PermissionRequest.objects.filter(audience.waits_on("session__"), pk=request_id)
         .select_related("session", "session__owner", "agent", "agent__session", "decided_by")
         .select_related("rule", "decision")
         .first()
@@ -454,24 +468,42 @@ class DecidedRequest:
         return request.decided_at < request.held_until - timedelta(seconds=2)
 
 
-def recently_decided(audience: int | None, limit: int = RECENT_DECIDED) -> list[DecidedRequest]:
-    requests = (
-        PermissionRequest.objects.filter(visible_sessions(audience))
+def _decided(audience: Audience) -> QuerySet[PermissionRequest]:
+    return (
+        PermissionRequest.objects.filter(audience.waits_on("session__"))
         .exclude(status=RequestStatus.PENDING)
         .select_related("session", "agent", "agent__session", "decided_by", "decision")
-        .order_by("-decided_at", "-pk")[:limit]
     )
+
+
+def recently_decided(audience: Audience, limit: int = RECENT_DECIDED) -> list[DecidedRequest]:
+    requests = _decided(audience).order_by("-decided_at", "-pk")[:limit]
     return [DecidedRequest(r, describe(r.tool_name, r.tool_input)) for r in requests]
 
 
-def inbox_context(audience: int | None, **extra: Any) -> dict[str, Any]:
+def decided_requests(
+    audience: Audience, *, before: str | None = None, after: str | None = None
+) -> Page[DecidedRequest]:
+    """A page of the requests decided that the audience sees, the latest decision first
+    (keyset on its time). Raises ValueError for a cursor this list did not hand out."""
+    found = page_of(
+        _decided(audience).filter(decided_at__isnull=False),
+        at="decided_at",
+        before=before,
+        after=after,
+    )
+    rows = [DecidedRequest(r, describe(r.tool_name, r.tool_input)) for r in found.rows]
+    return Page(rows, found.older, found.newer)
+
+
+def inbox_context(audience: Audience, **extra: Any) -> dict[str, Any]:
     items = inbox_items(audience)
     return {
         "items": items,
         "count": count_of([item for item in items if not item.staged]),
         "staged_count": sum(1 for item in items if item.staged),
         "decided": recently_decided(audience),
-        "can_steer": audience is None,
+        "can_steer": audience.reviews_anything,
         **extra,
     }
 

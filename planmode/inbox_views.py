@@ -11,19 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from dashboard.core.audit import Via, via_request
 from dashboard.core.errors import ServiceError
 from dashboard.core.security import login_required
+from dashboard.core.visibility import audience_of, visible_sessions
 from dashboard.core.writer import write, write_sync
-from dashboard.models import Session
 from planmode import inbox as selectors
 from planmode import staged
 from planmode.permissions import (
     Answer,
-    audience_of,
     permission_decide,
     permission_decide_many,
     team_rule_add,
@@ -40,6 +42,23 @@ def inbox(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "planmode/inbox/_list.html", context)
     return render(request, "planmode/inbox/page.html", context)
+
+
+@login_required
+def inbox_decided(request: HttpRequest) -> HttpResponse:
+    """Every request decided that the viewer sees, a page at a time (the inbox shows the
+    latest few)."""
+    try:
+        page = selectors.decided_requests(
+            audience_of(request.user),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+        )
+    except ValueError:
+        raise BadRequest(
+            "This page link is not one this list handed out; start again from the latest decisions."
+        ) from None
+    return render(request, "planmode/inbox/decided.html", {"page": page, "decided": page.rows})
 
 
 def _answer_from(request: HttpRequest) -> Answer:
@@ -78,7 +97,7 @@ def request_detail(request: HttpRequest, request_id: int) -> HttpResponse:
 
 
 async def _decide(
-    *, request_ids: list[int], user: Any, answer: Answer, single: bool = False
+    *, request_ids: list[int], user: Any, answer: Answer, via: Via, single: bool = False
 ) -> tuple[int, list[str]]:
     """Answer at once, or hold the answer back for the undo window (then send it from here,
     or from any process's sweep). How many were answered, and why the others were not."""
@@ -90,13 +109,16 @@ async def _decide(
             user=user,
             answer=answer,
             seconds=seconds,
+            via=via,
         )
         staged.release_later(held.sends_at)
         return len(held.request_ids), held.missed
     if single:
-        await write(permission_decide, request_id=request_ids[0], user=user, answer=answer)
+        await write(permission_decide, request_id=request_ids[0], user=user, answer=answer, via=via)
         return 1, []
-    decided = await write(permission_decide_many, request_ids=request_ids, user=user, answer=answer)
+    decided = await write(
+        permission_decide_many, request_ids=request_ids, user=user, answer=answer, via=via
+    )
     return len(decided.decided), decided.missed
 
 
@@ -129,7 +151,9 @@ async def request_decide(request: HttpRequest, request_id: int) -> HttpResponse:
     from_board = request.POST.get("from") == "board"
     try:
         answer = _answer_from(request)
-        await _decide(request_ids=[request_id], user=user, answer=answer, single=True)
+        surface = "board" if from_board else "inbox"
+        via = via_request(request, surface)
+        await _decide(request_ids=[request_id], user=user, answer=answer, via=via, single=True)
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such permission request.") from None
@@ -161,7 +185,8 @@ async def requests_decide_many(request: HttpRequest) -> HttpResponse:
     status = 200
     try:
         answer = _answer_from(request)
-        answered, missed = await _decide(request_ids=ids, user=user, answer=answer)
+        via = via_request(request, "inbox, several at once")
+        answered, missed = await _decide(request_ids=ids, user=user, answer=answer, via=via)
         if missed:
             notice = f"Answered {answered}; the others were not changed: " + " ".join(missed)
     except ServiceError as error:
@@ -178,12 +203,22 @@ async def requests_decide_many(request: HttpRequest) -> HttpResponse:
 # --- team rules ---------------------------------------------------------------------------------
 
 
+def _may_change_rules(user: AbstractBaseUser) -> bool:
+    """Team rules answer requests in every session: for admins and holders of the review
+    permission, not for the reviewers of one team."""
+    audience = audience_of(user)
+    return audience.everything or audience.reviews_open
+
+
 def _rules_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
     context = {
         "rules": selectors.team_rules(),
-        "can_steer": audience_of(request.user) is None,
+        "can_steer": _may_change_rules(request.user),
         "projects": sorted(
-            {session.project for session in Session.objects.only("cwd", "title")[:500]}
+            {
+                session.project
+                for session in visible_sessions(request.user).only("cwd", "project_name")[:500]
+            }
         ),
         "form": {"behavior": "allow", "rule": "", "project": ""},
         **extra,
@@ -200,7 +235,7 @@ def team_rules(request: HttpRequest) -> HttpResponse:
         "rule": request.POST.get("rule", "").strip(),
         "project": request.POST.get("project", "").strip()[:200],
     }
-    if audience_of(request.user) is not None:
+    if not _may_change_rules(request.user):
         return _rules_page(
             request,
             status=403,
@@ -208,7 +243,9 @@ def team_rules(request: HttpRequest) -> HttpResponse:
             error="Only reviewers can change team rules; ask an admin for the review permission.",
         )
     try:
-        write_sync(team_rule_add, **form, user=request.user)
+        write_sync(
+            team_rule_add, **form, user=request.user, via=via_request(request, "team rules page")
+        )
     except ValueError as error:
         return _rules_page(request, status=422, form=form, error=str(error))
     return redirect("team-rules")
@@ -217,12 +254,18 @@ def team_rules(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def team_rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
-    if audience_of(request.user) is not None:
+    if not _may_change_rules(request.user):
         return _rules_page(
             request,
             status=403,
             error="Only reviewers can change team rules; ask an admin for the review permission.",
         )
-    if not write_sync(team_rule_remove, rule_id=rule_id):
+    removed = write_sync(
+        team_rule_remove,
+        rule_id=rule_id,
+        user=request.user,
+        via=via_request(request, "team rules page"),
+    )
+    if not removed:
         raise Http404("No such rule.")
     return redirect("team-rules")

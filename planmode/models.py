@@ -85,6 +85,9 @@ class Plan(models.Model):
     class Meta:
         ordering = ["submitted_at", "pk"]
         permissions = [("review_plan", "Can approve or reject plans")]
+        # The latest decisions (the queue's, and the pages of every decision), read backwards
+        # on it: after a year, not a sort of every plan.
+        indexes = [models.Index(fields=["decided_at", "id"], name="plan_decided_time")]
         constraints = [
             models.UniqueConstraint(fields=["agent", "revision"], name="unique_plan_revision"),
             models.UniqueConstraint(
@@ -202,6 +205,12 @@ class PermissionRequest(models.Model):
     # Claude Code's `permission_suggestions`: the "always allow" choices it would offer.
     suggestions = models.JSONField(default=list)
     permission_mode = models.CharField(max_length=20, blank=True)
+    # Not asked by the agent: auto mode's classifier refused the call (Claude Code's
+    # PermissionDenied), and a person may let it through once (the hook answers `retry`).
+    refused_by_auto_mode = models.BooleanField(default=False)
+    # A refusal allowed once: when the call's next PreToolUse, in whichever server process it
+    # arrived, used the allowance up (`planmode.allow_once`). None while it is unused.
+    once_used_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(
         max_length=24, choices=RequestStatus.choices, default=RequestStatus.PENDING, db_index=True
     )
@@ -234,6 +243,9 @@ class PermissionRequest(models.Model):
 
     class Meta:
         ordering = ["requested_at", "pk"]
+        # The latest decisions (the inbox's, and the pages of every decision), read backwards
+        # on it: after a year, not a sort of every request.
+        indexes = [models.Index(fields=["decided_at", "id"], name="request_decided_time")]
 
     def __str__(self) -> str:
         return f"{self.tool_name} request of {self.agent} ({self.status})"
@@ -333,3 +345,41 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on plan {self.plan_id}: {self.quote[:40]}"
+
+
+class PlanApproval(models.Model):
+    """One reviewer's approval of a plan whose project asks for two: the plan waits until a
+    second, different reviewer approves it too."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="approvals")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    # Kept as it was when approving: the record outlives the account.
+    reviewer_name = models.CharField(max_length=150)
+    notes = models.TextField(blank=True)
+    auto_accept = models.BooleanField(default=False)
+    approved_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["approved_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "reviewer"], name="one_approval_per_reviewer")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer_name} approved plan {self.plan_id}"
+
+
+class InboxChoice(models.Model):
+    """What a person asks to find in their inbox besides what agents ask for."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inbox_choice"
+    )
+    # Calls auto mode's classifier refused, in the sessions they decide for: the agent waits
+    # (as for a permission request) until someone allows it once or keeps it refused.
+    auto_mode_refusals = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"inbox choices of {self.user}"

@@ -5,8 +5,8 @@ a conditional update (the loser is told who was quicker). A team rule that match
 once. The developer may answer Claude Code's own prompt first: the agent's next event then marks
 the request answered in the terminal. Nobody answering in time expires it.
 
-Who may answer: reviewers (`planmode.review_plan`) for every session, anyone else only for the
-sessions their own tokens report.
+Who may answer: the session's reviewers, and the person whose session it is
+(`dashboard.core.visibility`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from dashboard.activity.services import step_wait_record
+from dashboard.core.audit import Via, audit
 from dashboard.core.changes import Changes
 from dashboard.core.errors import ServiceError
 from dashboard.core.redaction import MARKER_PREFIX, redact, redact_json
-from dashboard.models import Agent
+from dashboard.core.visibility import audience_of
+from dashboard.models import Agent, AuditAction, Project
 from planmode import rules
 from planmode.models import (
     PermissionDecision,
@@ -55,22 +57,15 @@ REMEMBER_DESTINATIONS = {"session": "session", "project": "localSettings"}
 
 
 def is_reviewer(user: AbstractBaseUser) -> bool:
-    return user.has_perm(REVIEW_PERMISSION)
-
-
-def audience_of(user: AbstractBaseUser) -> int | None:
-    """Whose sessions the user sees waiting: None for everyone's (a reviewer), else the pk of
-    the user, whose own tokens report their sessions."""
-    return None if is_reviewer(user) else user.pk
-
-
-def visible_sessions(audience: int | None) -> Q:
-    """A filter on `session__owner` for the audience (None: every session)."""
-    return Q() if audience is None else Q(session__owner_id=audience)
+    """Whether the user decides anything at all (the page shows them decision controls)."""
+    return audience_of(user).reviews_anything
 
 
 def check_may_answer(user: AbstractBaseUser, request: PermissionRequest) -> None:
-    if request.session.owner_id != user.pk and not is_reviewer(user):
+    audience = audience_of(user)
+    if not audience.may_see(request.session):
+        raise ServiceError("not_found", "There is no such permission request.", status=404)
+    if not audience.is_waited_on_in(request.session):
         raise ServiceError(
             "not_allowed",
             "Only reviewers, or the person whose session it is, can answer this request; "
@@ -107,6 +102,7 @@ def permission_request_open(
     suggestions: list[Any],
     permission_mode: str = "",
     held_for: float | None = None,
+    refused_by_auto_mode: bool = False,
 ) -> RequestChange:
     """A PermissionRequest of `agent` (resolved and locked by the caller): answered at once by
     a matching team rule, or pending until someone decides. The same request delivered twice
@@ -117,7 +113,9 @@ def permission_request_open(
     assert transaction.get_connection().in_atomic_block
     key = input_key(tool_name, tool_input)
     waiting = (
-        agent.permission_requests.filter(status=RequestStatus.PENDING, input_key=key)
+        agent.permission_requests.filter(
+            status=RequestStatus.PENDING, input_key=key, refused_by_auto_mode=refused_by_auto_mode
+        )
         .order_by("-pk")
         .first()
     )
@@ -137,6 +135,7 @@ def permission_request_open(
         input_key=key,
         suggestions=redact_json(suggestions),
         permission_mode=permission_mode[:20],
+        refused_by_auto_mode=refused_by_auto_mode,
         held_until=held,
     )
     request.agent, request.session = agent, agent.session
@@ -146,6 +145,14 @@ def permission_request_open(
         rule, behavior = matched
         outcome = RequestStatus.ALLOWED if behavior == RuleBehavior.ALLOW else RequestStatus.DENIED
         _finish(request, outcome=outcome, rule=rule)
+        view = describe(request.tool_name, request.tool_input)
+        audit(
+            AuditAction.REQUEST_ALLOWED if outcome == RequestStatus.ALLOWED
+            else AuditAction.REQUEST_DENIED,
+            rule=redact(f"{behavior} {rule.rule}"), session=request.session,
+            about=f"request:{request.pk}", summary=f"{view.tool}: {view.headline}",
+            via=Via(surface="team rule"),
+        )  # fmt: skip
         return RequestChange(request, _changes([request]))
     if not agent.awaiting_plan:
         Agent.objects.filter(pk=agent.pk).update(awaiting_plan=True)
@@ -333,7 +340,9 @@ class Answer:
             )
 
 
-def _decide_one(request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer) -> bool:
+def _decide_one(
+    request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer, via: Via | None
+) -> bool:
     if answer.allow:
         remembered = (
             remembered_permissions(
@@ -342,19 +351,45 @@ def _decide_one(request: PermissionRequest, *, user: AbstractBaseUser, answer: A
             if answer.remember
             else []
         )
-        return _finish(
+        won = _finish(
             request, outcome=RequestStatus.ALLOWED, user=user, updated_permissions=remembered
         )
-    return _finish(
-        request,
-        outcome=RequestStatus.DENIED,
-        user=user,
-        message=redact(answer.message.strip()),
-        interrupt=answer.interrupt,
-    )
+    else:
+        won = _finish(
+            request,
+            outcome=RequestStatus.DENIED,
+            user=user,
+            message=redact(answer.message.strip()),
+            interrupt=answer.interrupt,
+        )
+    if won:
+        _audit_answer(request, user=user, answer=answer, via=via)
+    return won
 
 
-def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer) -> RequestChange:
+def _audit_answer(
+    request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer, via: Via | None
+) -> None:
+    """One entry per request answered (a bulk answer makes one for each)."""
+    if answer.allow:
+        action = AuditAction.REQUEST_REMEMBERED if answer.remember else AuditAction.REQUEST_ALLOWED
+    else:
+        action = AuditAction.REQUEST_STOPPED if answer.interrupt else AuditAction.REQUEST_DENIED
+    view = describe(request.tool_name, request.tool_input)
+    said = [f"{view.tool}: {view.headline}"]
+    if answer.remember:
+        said.append(redact(f"rule: {answer.pattern or answer.remember} ({answer.where})"))
+    if not answer.allow and answer.message.strip():
+        said.append(redact(answer.message.strip()))
+    audit(
+        action, actor=user, via=via, session=request.session, about=f"request:{request.pk}",
+        summary="\n".join(said),
+    )  # fmt: skip
+
+
+def permission_decide(
+    *, request_id: int, user: AbstractBaseUser, answer: Answer, via: Via | None = None
+) -> RequestChange:
     """A person answers one pending request, exactly once."""
     answer.check()
     with transaction.atomic(savepoint=False):
@@ -364,7 +399,7 @@ def permission_decide(*, request_id: int, user: AbstractBaseUser, answer: Answer
             raise request_already_decided(request)
         if nobody_waits(request.held_until):
             raise nobody_waiting("request")
-        if not _decide_one(request, user=user, answer=answer):
+        if not _decide_one(request, user=user, answer=answer, via=via):
             request.refresh_from_db()
             raise request_already_decided(request)
     return RequestChange(request, _changes([request]))
@@ -379,7 +414,11 @@ class ManyDecided:
 
 
 def permission_decide_many(
-    *, request_ids: Sequence[int], user: AbstractBaseUser, answer: Answer
+    *,
+    request_ids: Sequence[int],
+    user: AbstractBaseUser,
+    answer: Answer,
+    via: Via | None = None,
 ) -> ManyDecided:
     """The same answer to several identical requests (same tool, same input, any agents)."""
     answer.check()
@@ -400,7 +439,7 @@ def permission_decide_many(
         for request in requests:
             if request.is_pending and nobody_waits(request.held_until):
                 missed.append(nobody_waiting("request").message)
-            elif request.is_pending and _decide_one(request, user=user, answer=answer):
+            elif request.is_pending and _decide_one(request, user=user, answer=answer, via=via):
                 decided.append(request)
             else:
                 request.refresh_from_db()
@@ -574,17 +613,45 @@ def permission_state(request: PermissionRequest) -> dict[str, Any]:
 # --- team rules ---------------------------------------------------------------------------------
 
 
-def team_rule_add(*, rule: str, behavior: str, project: str, user: AbstractBaseUser) -> TeamRule:
+def team_rule_add(
+    *, rule: str, behavior: str, project: str, user: AbstractBaseUser, via: Via | None = None
+) -> TeamRule:
     """A reviewer's new team rule; ValueError (one sentence) when it cannot be one."""
     if behavior not in RuleBehavior.values:
         raise ValueError("Choose allow or deny.")
     rules.parse_rule(rule)
-    return TeamRule.objects.create(
+    created = TeamRule.objects.create(
         rule=rule.strip(), behavior=behavior, project=project.strip()[:200], created_by=user
     )
+    team_rule_audit(AuditAction.RULE_ADDED, created, actor=user, via=via)
+    return created
 
 
-def team_rule_remove(*, rule_id: int) -> bool:
+def team_rule_remove(*, rule_id: int, user: AbstractBaseUser, via: Via | None = None) -> bool:
     """Requests it decided keep its text in their decision record."""
-    deleted, _ = TeamRule.objects.filter(pk=rule_id).delete()
-    return bool(deleted)
+    found = TeamRule.objects.select_for_update().filter(pk=rule_id).first()
+    if found is None:
+        return False
+    team_rule_audit(AuditAction.RULE_REMOVED, found, actor=user, via=via)
+    found.delete()
+    return True
+
+
+def team_rule_words(rule: TeamRule) -> str:
+    """The rule in words, through the redaction step: "allow Bash(npm test *) for project
+    shop"."""
+    where = f"project {rule.project}" if rule.project else "every project"
+    return redact(f"{rule.behavior} {rule.rule} for {where}")
+
+
+def team_rule_audit(
+    action: str, rule: TeamRule, *, actor: Any, via: Via | None, before: str = ""
+) -> None:
+    """A change to a team rule, for the reviewers of the project it names (the team rules
+    page's, or the admin's)."""
+    project = Project.objects.filter(name=rule.project).first() if rule.project else None
+    summary = team_rule_words(rule)
+    audit(
+        action, actor=actor, via=via, project=project, about=f"rule:{rule.pk}",
+        summary=f"{before} → {summary}" if before else summary,
+    )  # fmt: skip

@@ -71,6 +71,11 @@ def tool_matches(pattern: str, tool_name: str) -> bool:
     return "*" in pattern and fnmatch.fnmatchcase(tool_name, pattern)
 
 
+# Gemini CLI's tools that take what Claude Code's take (a command, a file path), matched alike:
+# `run_shell_command(git status*)` as conservatively as `Bash(git status*)`.
+SAME_AS = {"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit"}
+
+
 def rule_matches(
     rule: Rule, *, tool_name: str, tool_input: Mapping[str, Any], cwd: str, allowing: bool
 ) -> bool:
@@ -79,6 +84,7 @@ def rule_matches(
         return False
     if rule.content is None or rule.content in ANY_CONTENT:
         return True
+    tool_name = SAME_AS.get(tool_name, tool_name)
     if tool_name == "Bash":
         return _command_matches(rule.content, _text(tool_input.get("command")), allowing)
     if tool_name in PATH_TOOLS:
@@ -116,6 +122,7 @@ def decide(
 
 def suggested_content(tool_name: str, tool_input: Mapping[str, Any]) -> str:
     """A starting point for a rule the reviewer edits: this very request, no wider."""
+    tool_name = SAME_AS.get(tool_name, tool_name)
     if tool_name == "Bash":
         return _text(tool_input.get("command")).strip()
     if tool_name in PATH_TOOLS:

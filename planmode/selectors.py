@@ -14,7 +14,9 @@ from django.db.models import QuerySet
 from django.utils.safestring import SafeString
 
 from dashboard.core.errors import ServiceError
+from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery
+from dashboard.core.visibility import EVERYONE, Audience
 from planmode.markdown import Block, plan_blocks, render_marked, same_list
 from planmode.models import Plan, PlanStatus
 
@@ -35,35 +37,51 @@ def _with_relations(plans: QuerySet[Plan]) -> QuerySet[Plan]:
     )
 
 
-def pending_plans() -> list[Plan]:
+def pending_plans(audience: Audience = EVERYONE) -> list[Plan]:
     """Oldest waiting first: whoever has waited longest is served first. A plan decided and
-    about to be sent (its undo window) waits for nobody."""
+    about to be sent (its undo window) waits for nobody. Those of the sessions the audience
+    sees."""
     return list(
         _with_relations(
-            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=True)
+            Plan.objects.filter(
+                audience.sees("session__"), status=PlanStatus.PENDING, sends_at__isnull=True
+            )
         ).order_by("submitted_at", "pk")
     )
 
 
-def staged_plans() -> list[Plan]:
+def staged_plans(audience: Audience = EVERYONE) -> list[Plan]:
     """Plans decided on their review page whose decision is not sent yet (the undo window)."""
     return list(
         _with_relations(
-            Plan.objects.filter(status=PlanStatus.PENDING, sends_at__isnull=False)
+            Plan.objects.filter(
+                audience.sees("session__"), status=PlanStatus.PENDING, sends_at__isnull=False
+            )
         ).order_by("sends_at", "pk")
     )
 
 
-def recently_decided(limit: int = RECENT_DECIDED) -> list[Plan]:
+def recently_decided(audience: Audience = EVERYONE, limit: int = RECENT_DECIDED) -> list[Plan]:
     return list(
-        _with_relations(Plan.objects.exclude(status=PlanStatus.PENDING)).order_by(
-            "-decided_at", "-pk"
-        )[:limit]
+        _with_relations(
+            Plan.objects.filter(audience.sees("session__")).exclude(status=PlanStatus.PENDING)
+        ).order_by("-decided_at", "-pk")[:limit]
     )
 
 
-def plan_for_review(plan_id: int) -> Plan | None:
-    return _with_relations(Plan.objects.filter(pk=plan_id)).first()
+def decided_plans(
+    audience: Audience, *, before: str | None = None, after: str | None = None
+) -> Page[Plan]:
+    """A page of the decided plans the audience sees, the latest decision first (keyset on its
+    time). Raises ValueError for a cursor this list did not hand out."""
+    decided = Plan.objects.filter(audience.sees("session__"), decided_at__isnull=False)
+    decided = decided.exclude(status=PlanStatus.PENDING)
+    return page_of(_with_relations(decided), at="decided_at", before=before, after=after)
+
+
+def plan_for_review(plan_id: int, audience: Audience = EVERYONE) -> Plan | None:
+    """The plan, if the audience sees its session."""
+    return _with_relations(Plan.objects.filter(audience.sees("session__"), pk=plan_id)).first()
 
 
 def plans_by_pk(plan_pks: list[int]) -> list[Plan]:

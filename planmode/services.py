@@ -17,10 +17,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from dashboard.activity.services import step_wait_record
+from dashboard.core.audit import Via, audit, audit_statement
 from dashboard.core.changes import Changes
 from dashboard.core.edge import text_problem
 from dashboard.core.errors import ServiceError
@@ -33,9 +35,10 @@ from dashboard.core.services import (
     session_describe,
 )
 from dashboard.core.sql import Statement, run_together
-from dashboard.models import Agent, PermissionMode, Session
+from dashboard.core.visibility import audience_of
+from dashboard.models import Agent, AuditAction, PermissionMode, Project, Session
 from planmode.markdown import plain_text, render_plan
-from planmode.models import Annotation, ModeAfter, Plan, PlanStatus
+from planmode.models import Annotation, ModeAfter, Plan, PlanApproval, PlanStatus
 
 # Shift+Tab in Claude Code; bypassPermissions only takes its turn when it is available.
 MODE_CYCLE = (
@@ -296,8 +299,11 @@ def plan_decide(
     approve: bool,
     auto_accept: bool = False,
     feedback: str = "",
+    check: bool = True,
+    via: Via | None = None,
 ) -> PlanChange:
-    """Approve or reject a pending plan, exactly once.
+    """Approve or reject a pending plan, exactly once, as one of its session's reviewers
+    (`check` False: recording a decision already made elsewhere, as the importer does).
 
     `feedback` is the reviewer's text: required when rejecting, even with comments on the plan
     (it goes back to the agent), optional notes when approving. Approval ends plan mode
@@ -310,14 +316,42 @@ def plan_decide(
         plan = _plan_to_decide(plan_id)
         if plan is None:
             raise plan_not_found(plan_id)
+        if check:
+            check_may_decide(reviewer, plan)
         if not plan.is_pending:
             raise plan_already_decided(plan)
         if nobody_waits(plan.held_until):
             raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session
+        if approve and check:
+            earlier = _approvals_so_far(plan, reviewer, notes=feedback, auto_accept=auto_accept)
+            if earlier is None:  # one of two: the plan waits for a second reviewer
+                audit(
+                    AuditAction.PLAN_APPROVAL, actor=reviewer, via=via, session=plan.session,
+                    about=f"plan:{plan.pk}", summary=_decision_summary(plan, feedback),
+                )  # fmt: skip
+                return PlanChange(
+                    plan, Changes(plans={plan.pk}).agent(plan.agent_id, plan.session_id)
+                )
+            feedback = earlier
         annotations = plan_annotations(plan) if plan.commented else []
         # What the agent is told: the reviewer's words and each comment on the plan's text.
         feedback = feedback_with_annotations(feedback, annotations)
+        # The audit log's entry goes in the same round trip as the decision (none for a
+        # decision only recorded here, as the importer's).
+        recorded = (
+            [
+                audit_statement(
+                    (AuditAction.PLAN_APPROVED_AUTO if auto_accept else AuditAction.PLAN_APPROVED)
+                    if approve
+                    else AuditAction.PLAN_REJECTED,
+                    actor=reviewer, via=via, session=plan.session, about=f"plan:{plan.pk}",
+                    summary=_decision_summary(plan, feedback),
+                )
+            ]
+            if check
+            else []
+        )  # fmt: skip
         if approve:
             mode_after = ModeAfter.ACCEPT_EDITS if auto_accept else ModeAfter.DEFAULT
             # Plan mode ends with the approval, unless another plan of the session still waits.
@@ -328,16 +362,31 @@ def plan_decide(
                 reviewer=reviewer,
                 mode_after=mode_after,
                 notes=feedback,
-                then=[(_SET_MODE, [mode_after, plan.session_id])] if ends_plan_mode else [],
+                then=[
+                    *([(_SET_MODE, [mode_after, plan.session_id])] if ends_plan_mode else []),
+                    *recorded,
+                ],
             )
             if ends_plan_mode:
                 plan.session.permission_mode = mode_after
         else:
-            won = _finish(plan, outcome=PlanStatus.REJECTED, reviewer=reviewer, feedback=feedback)
+            won = _finish(
+                plan,
+                outcome=PlanStatus.REJECTED,
+                reviewer=reviewer,
+                feedback=feedback,
+                then=recorded,
+            )
         if not won:  # not while the row is locked; if it ever happens, nothing commits
             plan.refresh_from_db()
             raise plan_already_decided(plan)
     return PlanChange(plan, _changes(decided=[plan]))
+
+
+def _decision_summary(plan: Plan, said: str) -> str:
+    """The plan's title and revision, and what the reviewer said with the decision."""
+    head = f"{plan.title} (revision {plan.revision})"
+    return f"{head}\n{said}" if said else head
 
 
 # A reviewer's click and the agent waiting on it wait for this one read, compiled once: the
@@ -347,6 +396,15 @@ _plan_to_decide = locked_row(
     Plan,
     "session",
     "agent",
+    # How many reviewers its project asks to approve it (read with the plan, not after).
+    approvals_needed=Coalesce(
+        Subquery(
+            Project.objects.filter(pk=OuterRef("session__project_record")).values(
+                "approvals_required"
+            )[:1]
+        ),
+        1,
+    ),
     commented=Exists(Annotation.objects.filter(plan=OuterRef("pk"))),
     others_waiting=Exists(
         Plan.objects.filter(session=OuterRef("session"), status=PlanStatus.PENDING).exclude(
@@ -412,15 +470,16 @@ class AnnotationChange:
     changes: Changes = field(default_factory=Changes)
 
 
-def _pending_plan_for_update(plan_id: int) -> Plan:
+def _pending_plan_for_update(plan_id: int, user: AbstractBaseUser) -> Plan:
     plan = (
         Plan.objects.select_for_update(of=("self",))
-        .select_related("decided_by")
+        .select_related("decided_by", "session")
         .filter(pk=plan_id)
         .first()
     )
     if plan is None:
         raise plan_not_found(plan_id)
+    check_may_decide(user, plan)
     if not plan.is_pending:
         raise ServiceError(
             "already_decided",
@@ -469,7 +528,7 @@ def annotation_save(
     comment, replacement, quote = comment.strip(), replacement.strip(), _collapse(quote)
     _check_annotation(kind=kind, comment=comment, replacement=replacement, quote=quote)
     with transaction.atomic(savepoint=False):
-        plan = _pending_plan_for_update(plan_id)
+        plan = _pending_plan_for_update(plan_id, author)
         if annotation_id is not None:
             annotation = plan.annotations.filter(pk=annotation_id).first()
             if annotation is None:
@@ -504,9 +563,11 @@ def annotation_save(
     return AnnotationChange(annotation, Changes(annotated_plans={plan_id}))
 
 
-def annotation_remove(*, plan_id: int, annotation_id: int) -> AnnotationChange:
+def annotation_remove(
+    *, plan_id: int, annotation_id: int, user: AbstractBaseUser
+) -> AnnotationChange:
     with transaction.atomic(savepoint=False):
-        _pending_plan_for_update(plan_id)
+        _pending_plan_for_update(plan_id, user)
         Annotation.objects.filter(plan_id=plan_id, pk=annotation_id).delete()
     return AnnotationChange(None, Changes(annotated_plans={plan_id}))
 
@@ -559,6 +620,69 @@ def plan_expire(*, plan_id: int) -> PlanChange:
         if _finish(plan, outcome=PlanStatus.EXPIRED):
             return PlanChange(plan, _changes(decided=[plan]))
     return PlanChange(plan)
+
+
+def approvals_required(session: Session) -> int:
+    """How many different reviewers approve each plan of the session (its project's rule)."""
+    if session.project_record_id is None:
+        return 1
+    return (
+        Project.objects.filter(pk=session.project_record_id)
+        .values_list("approvals_required", flat=True)
+        .first()
+        or 1
+    )
+
+
+def _approvals_so_far(
+    plan: Plan, reviewer: AbstractBaseUser, *, notes: str, auto_accept: bool
+) -> str | None:
+    """An approval of a plan whose project asks for two: recorded; None while it is the first
+    (the plan keeps waiting), else the notes the agent is told: each approver's, named."""
+    required = plan.approvals_needed
+    if required < 2:
+        return notes
+    earlier = list(plan.approvals.all())
+    if any(approval.reviewer_id == reviewer.pk for approval in earlier):
+        raise ServiceError(
+            "already_approved",
+            "You have approved this plan already; it needs a second, different reviewer's "
+            "approval.",
+            status=409,
+        )
+    PlanApproval.objects.create(
+        plan=plan,
+        reviewer=reviewer,
+        reviewer_name=reviewer.get_username(),
+        notes=redact(notes),
+        auto_accept=auto_accept,
+    )
+    if len(earlier) + 1 < required:
+        return None
+    said = [f"{a.reviewer_name}: {a.notes}" for a in earlier if a.notes]
+    if said and notes:
+        said.append(f"{reviewer.get_username()}: {notes}")
+        return "\n\n".join(said)
+    return "\n\n".join(said) or notes
+
+
+def check_may_decide(user: AbstractBaseUser, plan: Plan) -> None:
+    """Only the reviewers of the plan's session decide it, comment on it or take a decision
+    back (`dashboard.core.visibility`); to anyone who does not see the session it is not
+    there."""
+    session = plan.session
+    audience = audience_of(user)
+    if not audience.may_see(session):
+        raise plan_not_found(plan.pk)
+    if not audience.may_decide(session):
+        raise ServiceError(
+            "not_allowed",
+            "Only reviewers can decide on plans, and this project's team has its own; "
+            "ask an admin to make you one of its reviewers."
+            if session.team_id is not None
+            else "Only reviewers can decide on plans; ask an admin for the review permission.",
+            status=403,
+        )
 
 
 def plan_not_found(plan_id: int) -> ServiceError:

@@ -27,6 +27,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.core.audit import Via
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.errors import ServiceError
 from dashboard.core.loops import keep
@@ -58,8 +59,9 @@ class Staged:
     changes: Changes = field(default_factory=Changes)
 
 
-def _who(user: AbstractBaseUser) -> dict[str, Any]:
-    return {"by": user.pk, "by_name": user.get_username()}
+def _who(user: AbstractBaseUser, via: Via | None = None) -> dict[str, Any]:
+    """Who staged the answer, and from where (recorded in the audit log when it is sent)."""
+    return {"by": user.pk, "by_name": user.get_username(), "via": (via or Via()).as_data()}
 
 
 def _plan_changes(plan: Plan) -> Changes:
@@ -85,6 +87,7 @@ def plan_stage(
     auto_accept: bool = False,
     feedback: str = "",
     seconds: float,
+    via: Via | None = None,
 ) -> Staged:
     """A reviewer's approval or rejection, checked as `plan_decide` checks it, held back for
     `seconds`; the plan stays pending."""
@@ -94,12 +97,13 @@ def plan_stage(
     with transaction.atomic(savepoint=False):
         plan = (
             Plan.objects.select_for_update(of=("self",))
-            .select_related("decided_by")
+            .select_related("decided_by", "session")
             .filter(pk=plan_id)
             .first()
         )
         if plan is None:
             raise services.plan_not_found(plan_id)
+        services.check_may_decide(reviewer, plan)
         if not plan.is_pending:
             raise services.plan_already_decided(plan)
         if plan.staged_answer is not None:
@@ -107,7 +111,7 @@ def plan_stage(
         if services.nobody_waits(plan.held_until):
             raise services.nobody_waiting("plan")
         answer = {"approve": approve, "auto_accept": auto_accept, "feedback": feedback}
-        plan.staged_answer, plan.sends_at = {**answer, **_who(reviewer)}, sends_at
+        plan.staged_answer, plan.sends_at = {**answer, **_who(reviewer, via)}, sends_at
         Plan.objects.filter(pk=plan.pk).update(
             staged_answer=plan.staged_answer, sends_at=plan.sends_at
         )
@@ -120,6 +124,7 @@ def _stage_request(
     user: AbstractBaseUser,
     answer: permissions.Answer,
     sends_at: datetime,
+    via: Via | None = None,
 ) -> str | None:
     """Stage one request; why not, when it cannot be."""
     if not request.is_pending:
@@ -134,7 +139,7 @@ def _stage_request(
             request, choice=answer.remember, pattern=answer.pattern, where=answer.where
         )
     # The deny message waits redacted, as it is stored once sent.
-    staged = {**asdict(answer), "message": redact(answer.message.strip()), **_who(user)}
+    staged = {**asdict(answer), "message": redact(answer.message.strip()), **_who(user, via)}
     request.staged_answer, request.sends_at = staged, sends_at
     PermissionRequest.objects.filter(pk=request.pk).update(
         staged_answer=request.staged_answer, sends_at=sends_at
@@ -152,6 +157,7 @@ def permission_stage(
     user: AbstractBaseUser,
     answer: permissions.Answer,
     seconds: float,
+    via: Via | None = None,
 ) -> Staged:
     """A person's answer to one request, or the same answer to several identical ones (as
     `permission_decide` and `permission_decide_many` check them), held back for `seconds`."""
@@ -172,7 +178,7 @@ def permission_stage(
             permissions.check_may_answer(user, request)
         staged, missed = [], []
         for request in requests:
-            why_not = _stage_request(request, user=user, answer=answer, sends_at=sends_at)
+            why_not = _stage_request(request, user=user, answer=answer, sends_at=sends_at, via=via)
             if why_not is None:
                 staged.append(request)
             else:
@@ -202,12 +208,13 @@ def _not_undoable(what: str) -> ServiceError:
     )
 
 
-def plan_undo(*, plan_id: int) -> Outcome[Plan]:
+def plan_undo(*, plan_id: int, user: AbstractBaseUser) -> Outcome[Plan]:
     """Take back a staged decision before it is sent: the plan waits exactly as before."""
     with transaction.atomic(savepoint=False):
-        plan = Plan.objects.filter(pk=plan_id).first()
+        plan = Plan.objects.select_related("session").filter(pk=plan_id).first()
         if plan is None:
             raise services.plan_not_found(plan_id)
+        services.check_may_decide(user, plan)
         undone = Plan.objects.filter(
             pk=plan_id,
             status=PlanStatus.PENDING,
@@ -257,6 +264,7 @@ def _release_plan(plan: Plan, now: datetime) -> Changes:
                 approve=bool(staged_answer.get("approve")),
                 auto_accept=bool(staged_answer.get("auto_accept")),
                 feedback=str(staged_answer.get("feedback", "")),
+                via=Via.from_data(staged_answer.get("via")),
             )
     except ServiceError as error:
         # Decided meanwhile another way (the terminal, an API call), or nobody waits any more:
@@ -276,12 +284,16 @@ def _release_request(request: PermissionRequest, now: datetime) -> Changes:
     user = _decider(staged_answer)
     staged_answer.pop("by", None)
     staged_answer.pop("by_name", None)
+    via = Via.from_data(staged_answer.pop("via", None))
     try:
         if user is None:
             raise ServiceError("user_gone", "The account that answered was deleted.")
         with transaction.atomic():
             decided = permissions.permission_decide(
-                request_id=request.pk, user=user, answer=permissions.Answer(**staged_answer)
+                request_id=request.pk,
+                user=user,
+                answer=permissions.Answer(**staged_answer),
+                via=via,
             )
     except ServiceError as error:
         logger.info("staged answer to request %s not sent: %s", request.pk, error.message)

@@ -8,7 +8,7 @@ bounded, so a megabyte-long command or diff cannot swamp a page.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
@@ -20,6 +20,9 @@ BODY_CHARS = 10_000
 DIFF_LINES = 400
 DIFF_LINE_CHARS = 400
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Gemini CLI's tools that take the same input as Claude Code's (`file_path`, `old_string`…),
+# shown the same way under their own names.
+GEMINI_TOOLS = {"run_shell_command": "Bash", "write_file": "Write", "replace": "Edit"}
 # The arguments of an MCP tool that say what will happen, most telling first: the first one
 # present is the headline, the others that are present lead the rest.
 MCP_HEADLINE_KEYS = (
@@ -76,6 +79,10 @@ class WebFetchInput(_Input):
     prompt: StrictStr | None = None
 
 
+class WebPromptInput(_Input):
+    prompt: StrictStr
+
+
 class WebSearchInput(_Input):
     query: StrictStr
 
@@ -103,7 +110,14 @@ class RequestView:
 
 def describe(tool_name: str, tool_input: dict[str, Any]) -> RequestView:
     """The view of any tool's request; an input of an unexpected shape shows as its JSON."""
+    if tool_name in GEMINI_TOOLS:
+        view = describe(GEMINI_TOOLS[tool_name], tool_input)
+        if view.kind != "other":
+            return replace(view, tool=tool_name)
     try:
+        if tool_name == "web_fetch":  # Gemini CLI's: the URLs are in its prompt
+            body, left_out = _bounded(WebPromptInput.model_validate(tool_input).prompt)
+            return RequestView("web", tool_name, _headline(body), body=body, left_out=left_out)
         if tool_name == "Bash":
             return _bash(BashInput.model_validate(tool_input))
         if tool_name in EDIT_TOOLS:

@@ -6,6 +6,7 @@ from planmode import views
 
 urlpatterns = [
     path("", views.plan_queue, name="plan-queue"),
+    path("decided/", views.plans_decided, name="plans-decided"),
     path("<int:plan_id>/", views.plan_review, name="plan-review"),
     path("<int:plan_id>/decide/", views.plan_decide, name="plan-decide"),
     path("<int:plan_id>/undo/", views.plan_undo, name="plan-undo"),

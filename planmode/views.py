@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from dashboard.core.audit import via_request
 from dashboard.core.errors import ServiceError
+from dashboard.core.panels import panels
 from dashboard.core.security import login_required
+from dashboard.core.visibility import aaudience_of, audience_of
 from dashboard.core.writer import write
 from planmode import fragments, selectors, services, staged
 from planmode.markdown import render_plan_page
 from planmode.models import Plan
 
-REVIEW_PERMISSION = "planmode.review_plan"
 ACTIONS = {
     "approve": {"approve": True, "auto_accept": False},
     "approve_auto": {"approve": True, "auto_accept": True},
@@ -24,11 +28,30 @@ ACTIONS = {
 
 @login_required
 def plan_queue(request: HttpRequest) -> HttpResponse:
-    return render(request, "planmode/queue.html", fragments.queue_context())
+    return render(
+        request, "planmode/queue.html", fragments.queue_context(audience_of(request.user))
+    )
 
 
-def _get_plan(plan_id: int) -> Plan:
-    plan = selectors.plan_for_review(plan_id)
+@login_required
+def plans_decided(request: HttpRequest) -> HttpResponse:
+    """The decided plans the user sees, a page at a time (the queue shows the latest few)."""
+    try:
+        page = selectors.decided_plans(
+            audience_of(request.user),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+        )
+    except ValueError:
+        raise BadRequest(
+            "This page link is not one this list handed out; start again from the latest plans."
+        ) from None
+    return render(request, "planmode/decided.html", {"page": page, "decided": page.rows})
+
+
+def _get_plan(plan_id: int, user: AbstractBaseUser) -> Plan:
+    """The plan, if the user sees its session (`dashboard.core.visibility`)."""
+    plan = selectors.plan_for_review(plan_id, audience_of(user))
     if plan is None:
         raise Http404("No such plan.")
     return plan
@@ -47,10 +70,12 @@ def _review_page(
         text = services.plan_text(plan) if annotations else ""
         # Each remark on the previous revision, and whether its text is still in this one.
         earlier_annotations = [(annotation, annotation.quote in text) for annotation in annotations]
+    audience = audience_of(request.user)
     context = {
-        **fragments.queue_context(),
-        **fragments.decision_panel_context(plan),
+        **fragments.queue_context(audience),
+        **fragments.decision_panel_context(plan, audience),
         **fragments.annotations_context(plan),
+        **fragments.approvals_context(plan),
         "rendered": rendered,
         "marked": marked,
         "previous": previous,
@@ -58,7 +83,9 @@ def _review_page(
         "diff": selectors.plan_changes_since(previous, plan) if previous else None,
         "earlier_annotations": earlier_annotations,
         "thread": selectors.plan_thread(plan),
-        "can_review": request.user.has_perm(REVIEW_PERMISSION),
+        "can_review": audience.may_decide(plan.session),
+        # What capabilities add (what an approved plan's work cost since, `dashboard.costs`).
+        "panels": panels("plan", request, plan=plan),
         **extra,
     }
     return render(request, "planmode/review.html", context, status=status)
@@ -66,7 +93,7 @@ def _review_page(
 
 @login_required
 def plan_review(request: HttpRequest, plan_id: int) -> HttpResponse:
-    return _review_page(request, _get_plan(plan_id))
+    return _review_page(request, _get_plan(plan_id, request.user))
 
 
 @login_required
@@ -76,10 +103,10 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
     moment it commits, before this answer is even sent."""
     user = await request.auser()
     review_page = sync_to_async(_review_page)
-    if not await user.ahas_perm(REVIEW_PERMISSION):
+    if not (await aaudience_of(user)).reviews_anything:
         return await review_page(
             request,
-            await sync_to_async(_get_plan)(plan_id),
+            await sync_to_async(_get_plan)(plan_id, user),
             status=403,
             notice="Only reviewers can decide on plans; ask an admin for the review permission.",
         )
@@ -88,16 +115,19 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
     if action is None:
         return await review_page(
             request,
-            await sync_to_async(_get_plan)(plan_id),
+            await sync_to_async(_get_plan)(plan_id, user),
             status=400,
             text=text,
             error="Choose Approve, Approve and auto-accept edits, or Reject.",
         )
     seconds = staged.undo_seconds()
+    keyboard = request.POST.get("via") == "keyboard"
+    via = via_request(request, "keyboard shortcut" if keyboard else "review page")
     try:
         if seconds:
             held = await write(
                 staged.plan_stage,
+                via=via,
                 plan_id=plan_id,
                 reviewer=user,
                 feedback=text,
@@ -107,12 +137,17 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
             staged.release_later(held.sends_at)
         else:
             await write(
-                services.plan_decide, plan_id=plan_id, reviewer=user, feedback=text, **action
+                services.plan_decide,
+                plan_id=plan_id,
+                reviewer=user,
+                feedback=text,
+                via=via,
+                **action,
             )
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such plan.") from None
-        plan = await sync_to_async(_get_plan)(plan_id)
+        plan = await sync_to_async(_get_plan)(plan_id, user)
         if error.code == "already_decided":
             # Someone was quicker: show their decision, who made it and when.
             return await review_page(request, plan, status=409, notice=error.message)
@@ -125,20 +160,20 @@ async def plan_decide(request: HttpRequest, plan_id: int) -> HttpResponse:
 async def plan_undo(request: HttpRequest, plan_id: int) -> HttpResponse:
     """Take back a decision in its undo window: the plan waits again, on every page."""
     user = await request.auser()
-    if not await user.ahas_perm(REVIEW_PERMISSION):
+    if not (await aaudience_of(user)).reviews_anything:
         error = "Only reviewers can undo decisions on plans."
         if request.htmx:
             return HttpResponse(error, status=403, content_type="text/plain")
-        plan = await sync_to_async(_get_plan)(plan_id)
+        plan = await sync_to_async(_get_plan)(plan_id, user)
         return await sync_to_async(_review_page)(request, plan, status=403, notice=error)
     try:
-        await write(staged.plan_undo, plan_id=plan_id)
+        await write(staged.plan_undo, plan_id=plan_id, user=user)
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such plan.") from None
         if request.htmx:
             return HttpResponse(error.message, status=error.status, content_type="text/plain")
-        plan = await sync_to_async(_get_plan)(plan_id)
+        plan = await sync_to_async(_get_plan)(plan_id, user)
         return await sync_to_async(_review_page)(
             request, plan, status=error.status, notice=error.message
         )
@@ -151,7 +186,7 @@ def _annotation_answer(request: HttpRequest, plan_id: int) -> HttpResponse:
     """htmx gets the list back (the page's socket updates everyone else); a plain form post
     goes back to the review page."""
     if request.htmx:
-        plan = _get_plan(plan_id)
+        plan = _get_plan(plan_id, request.user)
         context = {**fragments.annotations_context(plan), "can_review": True}
         return render(request, "planmode/_annotations.html", context)
     return redirect("plan-review", plan_id=plan_id)
@@ -164,7 +199,7 @@ async def _annotation_refused(
         raise Http404("No such plan.")
     if request.htmx:
         return HttpResponse(error.message, status=error.status, content_type="text/plain")
-    plan = await sync_to_async(_get_plan)(plan_id)
+    plan = await sync_to_async(_get_plan)(plan_id, await request.auser())
     return await sync_to_async(_review_page)(
         request, plan, status=error.status, annotation_error=error.message
     )
@@ -175,7 +210,7 @@ async def _annotation_refused(
 async def annotation_save(request: HttpRequest, plan_id: int) -> HttpResponse:
     """Add a comment on selected text of a waiting plan, or change one (`annotation`)."""
     user = await request.auser()
-    if not await user.ahas_perm(REVIEW_PERMISSION):
+    if not (await aaudience_of(user)).reviews_anything:
         return HttpResponse(
             "Only reviewers can comment on plans; ask an admin for the review permission.",
             status=403,
@@ -202,12 +237,14 @@ async def annotation_save(request: HttpRequest, plan_id: int) -> HttpResponse:
 @require_POST
 async def annotation_remove(request: HttpRequest, plan_id: int, annotation_id: int) -> HttpResponse:
     user = await request.auser()
-    if not await user.ahas_perm(REVIEW_PERMISSION):
+    if not (await aaudience_of(user)).reviews_anything:
         return HttpResponse(
             "Only reviewers can remove comments on plans.", status=403, content_type="text/plain"
         )
     try:
-        await write(services.annotation_remove, plan_id=plan_id, annotation_id=annotation_id)
+        await write(
+            services.annotation_remove, plan_id=plan_id, annotation_id=annotation_id, user=user
+        )
     except ServiceError as error:
         return await _annotation_refused(request, plan_id, error)
     return await sync_to_async(_annotation_answer)(request, plan_id)

@@ -182,6 +182,17 @@ def concerns_read_again():
 
 
 @pytest.fixture(autouse=True)
+def refusals_read_again():
+    """Each test's database starts without refusals of auto mode: this process reads the
+    sessions that have one open again."""
+    from planmode.allow_once import forget
+
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture(autouse=True)
 def origins_noted_again():
     """Each test's database starts empty: this process notes where its sessions run again."""
     from dashboard.core.origin import forget_noted

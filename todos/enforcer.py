@@ -12,14 +12,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.core.audit import Via, audit
 from dashboard.core.changes import Changes
 from dashboard.core.sql import aware
-from dashboard.models import Agent, PermissionMode, Session
+from dashboard.models import Agent, AuditAction, PermissionMode, Session
 from todos.models import AgentTracking, Continuation, EnforcerEvent, TodoStatus
 from todos.selectors import current_todos
 
@@ -122,6 +124,12 @@ def tracking_for(agent: Agent) -> AgentTracking:
         if tracking is not None:
             return tracking
     return AgentTracking.objects.select_for_update().get_or_create(agent=agent)[0]
+
+
+def session_note(*, agent: Agent, text: str, code: str) -> EnforcerEvent:
+    """A line of the session history about the session itself, not the enforcer (`code` says
+    which: "auto_refused", "cwd", "mode", "teammate_idle"); `text` is already redacted."""
+    return _record(agent, EnforcerEvent.Kind.SESSION, text, code)
 
 
 def _record(agent: Agent, kind: str, text: str, code: str = "") -> EnforcerEvent:
@@ -665,10 +673,14 @@ def continuation_finish(*, continuation_pk: int) -> ContinuationChange:
     return ContinuationChange(continuation, changes)
 
 
-def continuation_cancel(*, continuation_pk: int, by: str) -> CancelResult:
+def continuation_cancel(
+    *, continuation_pk: int, by: str, actor: Any = None, via: Via | None = None
+) -> CancelResult:
     """The lead clicked Cancel (from any server process); its held Stop hook is woken."""
     with transaction.atomic(savepoint=False):
-        continuation = Continuation.objects.select_related("agent").get(pk=continuation_pk)
+        continuation = Continuation.objects.select_related("agent", "agent__session").get(
+            pk=continuation_pk
+        )
         cancelled = Continuation.objects.filter(
             pk=continuation_pk, status=Continuation.Status.COUNTING
         ).update(
@@ -684,6 +696,12 @@ def continuation_cancel(*, continuation_pk: int, by: str) -> CancelResult:
         changes = _changed(continuation.agent, [event])
         changes.resolved_continuations.add(continuation_pk)
         changes.inbox_sessions.add(continuation.agent.session_id)
+        if actor is not None:
+            audit(
+                AuditAction.COUNTDOWN_CANCELLED, actor=actor, via=via,
+                session=continuation.agent.session, about=f"countdown:{continuation_pk}",
+                summary=continuation.reason,
+            )  # fmt: skip
     return CancelResult(cancelled=True, changes=changes)
 
 

@@ -139,12 +139,15 @@ class Continuation(models.Model):
 
 
 class EnforcerEvent(models.Model):
-    """What the enforcer did or noticed, for the session history: reminders, flags, outcomes."""
+    """A line of the session history besides the todo writes: what the enforcer did or noticed
+    (reminders, flags, outcomes), and what the agent's client reported of the session itself
+    (a refusal of auto mode, a new folder, a new permission mode, an idle teammate)."""
 
     class Kind(models.TextChoices):
         REMINDER = "reminder", "reminder"
         CONTINUATION = "continuation", "continuation"
         FLAG = "flag", "discipline flag"
+        SESSION = "session", "session"
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="enforcer_events")
     kind = models.CharField(max_length=20, choices=Kind.choices)

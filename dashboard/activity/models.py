@@ -107,6 +107,9 @@ class ConcernKind(models.TextChoices):
     STUCK = "stuck", "stuck"
     LOOPING = "looping", "looping"
     OVERLONG = "overlong", "overlong"
+    # A budget of its project or person (`dashboard.costs`): 80% spent, then all of it.
+    BUDGET_WARNING = "budget_80", "budget 80% spent"
+    OVER_BUDGET = "over_budget", "over budget"
 
 
 class Concern(models.Model):

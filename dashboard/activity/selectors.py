@@ -106,13 +106,15 @@ def now_line(
     now: datetime | None = None,
 ) -> NowLine | None:
     """What the agent (or session) whose latest step is `step` is doing at `now`. None once it
-    stopped, or before its first step.
+    stopped, or before its first step unless its turn ended (an idle teammate).
 
     Between two steps it is thinking, since the later of the step's end and its last event (a
     new prompt); idle once its turn ended (`turn_ended_at`, unless a step ended since: a new
     turn), or after IDLE_AFTER without news."""
-    if not running or step is None:
+    if not running or (step is None and turn_ended_at is None):
         return None
+    if step is None:
+        return NowLine(state="idle", since=turn_ended_at, turn_ended=True)
     now = now or timezone.now()
     if step.outcome == StepOutcome.RUNNING:
         return NowLine(

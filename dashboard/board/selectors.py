@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
+from django.utils.dateparse import parse_datetime
 from django.utils.text import Truncator
 
 from dashboard.activity.selectors import (
@@ -17,7 +19,9 @@ from dashboard.activity.selectors import (
     latest_steps_by_session,
     now_line,
 )
+from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery, aware, rows_in
+from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.models import Agent, Session
 from planmode.inbox import InboxItem, sessions_waiting, waiting_by_agent, waiting_by_session
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
@@ -25,6 +29,20 @@ from todos.services import FLAG_MESSAGES, progress_of
 
 HISTORY_LENGTH = 30
 OVERVIEW_LIMIT = 200
+# Ended sessions the overview lists, the latest first; older ones are on the pages of ended
+# sessions (`ended_sessions`), so the overview costs the same after a year.
+OVERVIEW_ENDED = 50
+ENDED_PAGE = 50
+
+# What capabilities above this floor add to every session's summary, by name: each reads its
+# part for many sessions in one go (session pks -> the part of each; sessions left out have
+# none), and templates find it as `summary.parts.<name>` (the costs app's "usage").
+SummaryPart = Callable[[list[int]], Mapping[int, object]]
+SUMMARY_PARTS: dict[str, SummaryPart] = {}
+# The same for every agent's card: each reads its part for many agents in one go (agent pks ->
+# the part of each; agents left out have none), found as `card.parts.<name>`.
+CardPart = Callable[[list[int]], Mapping[int, object]]
+CARD_PARTS: dict[str, CardPart] = {}
 
 # What one card shows of a list, so that its fragment stays small however long the list is
 # (a fragment over the socket's message limit would close every board watching): at most
@@ -77,6 +95,8 @@ class AgentCard:
     waits: list[InboxItem] = field(default_factory=list)
     # What it is doing this second: its running step, thinking between steps, or idle.
     now: NowLine | None = None
+    # What capabilities add (`CARD_PARTS`), by name.
+    parts: dict[str, object] = field(default_factory=dict)
 
     @property
     def next_pending(self) -> Todo | None:
@@ -98,6 +118,8 @@ class SessionSummary:
     waits: list[InboxItem] = field(default_factory=list)
     # What its agents are doing this second (the latest step of any of them).
     now: NowLine | None = None
+    # What capabilities add (`SUMMARY_PARTS`), by name.
+    parts: dict[str, object] = field(default_factory=dict)
 
     @property
     def first_wait(self) -> InboxItem | None:
@@ -151,6 +173,7 @@ class _CardParts:
     recent_flags: list[EnforcerEvent] = field(default_factory=list)
     waits: list[InboxItem] = field(default_factory=list)
     now: NowLine | None = None
+    added: dict[str, object] = field(default_factory=dict)
 
 
 def _card(agent: Agent, parts: _CardParts) -> AgentCard:
@@ -184,6 +207,7 @@ def _card(agent: Agent, parts: _CardParts) -> AgentCard:
         hidden_before=start,
         hidden_after=len(todos) - end,
         waits=parts.waits,
+        parts=parts.added,
     )
 
 
@@ -223,8 +247,9 @@ _RECENT_FLAGS = """
 
 
 def _cards(agents: list[Agent]) -> list[AgentCard]:
-    """The cards of these agents (their session and tracking rows loaded), in six queries, and
-    one more per kind of thing that waits on a person, if any does."""
+    """The cards of these agents (their session and tracking rows loaded), in six queries, one
+    per part a capability adds (`CARD_PARTS`), and one more per kind of thing that waits on a
+    person, if any does."""
     parts = {agent.pk: _CardParts() for agent in agents}
     pks = list(parts)
     for todo in _todos.rows(pks):
@@ -237,6 +262,9 @@ def _cards(agents: list[Agent]) -> list[AgentCard]:
     flag_pks = [pk for (pk,) in rows_in(_RECENT_FLAGS, pks, recent)] if pks else []
     for event in _events.rows(flag_pks):
         parts[event.agent_id].recent_flags.append(event)
+    for name, read in CARD_PARTS.items():
+        for agent_pk, part in read(pks).items():
+            parts[agent_pk].added[name] = part
     latest = latest_steps_by_agent(pks)
     for agent in agents:
         parts[agent.pk].now = now_line(
@@ -319,6 +347,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
             activity[session_pk] = (bool(is_main), text)
     waits = waiting_by_session(ids)
     latest = latest_steps_by_session(ids)
+    parts = {name: read(ids) for name, read in SUMMARY_PARTS.items()}
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -342,6 +371,9 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
                     running=session.is_active,
                     turn_ended_at=turns_ended.get(session.pk),
                 ),
+                parts={
+                    name: found[session.pk] for name, found in parts.items() if session.pk in found
+                },
             )
         )
     return summaries
@@ -376,16 +408,18 @@ class OverviewFilter:
 def overview(
     limit: int = OVERVIEW_LIMIT,
     client: str = "",
-    audience: int | None = None,
+    audience: Audience = EVERYONE,
     only: OverviewFilter | None = None,
 ) -> list[SessionSummary]:
-    """What waits on the audience first (longest waiting first: on a reviewer, None, whatever
-    waits; on anyone else, what waits in their own sessions), then running sessions and then
-    ended ones, each newest activity first. A waiting session is listed however old it is.
-    `client` (or `only`) keeps only the sessions of one kind of agent, project, person or
-    machine."""
-    chosen = (only or OverviewFilter(client=client)).sessions()
-    sessions = list(chosen.order_by("-last_seen_at")[:limit])
+    """The sessions the audience sees: what waits on them first (longest waiting first: on a
+    session's reviewers and its owner, `Audience.waits_on`), then running sessions and then
+    the OVERVIEW_ENDED latest ended ones, each newest activity first. A waiting session is
+    listed however old it is. `client` (or `only`) keeps only the sessions of one kind of
+    agent, project, person or machine."""
+    chosen = (only or OverviewFilter(client=client)).sessions().filter(audience.sees())
+    running = chosen.filter(ended_at__isnull=True).order_by("-last_seen_at")[:limit]
+    ended = chosen.filter(ended_at__isnull=False).order_by("-last_seen_at")[:OVERVIEW_ENDED]
+    sessions = [*running, *ended]
     listed = {session.pk for session in sessions}
     missing = [pk for pk in sessions_waiting() if pk not in listed]
     if missing:
@@ -395,7 +429,7 @@ def overview(
     def place(summary: SessionSummary) -> tuple:
         since = summary.first_wait.since if summary.first_wait else None
         group = summary.group
-        if group == "waiting" and audience is not None and summary.session.owner_id != audience:
+        if group == "waiting" and not audience.is_waited_on_in(summary.session):
             group, since = "active" if summary.session.is_active else "ended", None
         return (
             GROUP_ORDER[group],
@@ -423,8 +457,22 @@ class SessionGroup:
     ended: int = 0
 
 
+def ended_sessions(
+    only: OverviewFilter,
+    *,
+    audience: Audience,
+    before: str | None = None,
+    after: str | None = None,
+) -> Page[Session]:
+    """A page of the ended sessions the audience sees (of one kind, project, person or
+    machine), the latest ended first (keyset on the end). Raises ValueError for a cursor this
+    list did not hand out."""
+    ended = only.sessions().filter(audience.sees(), ended_at__isnull=False)
+    return page_of(ended, at="ended_at", before=before, after=after, size=ENDED_PAGE)
+
+
 def overview_groups(
-    summaries: list[SessionSummary], *, by: str, audience: int | None
+    summaries: list[SessionSummary], *, by: str, audience: Audience
 ) -> list[SessionGroup]:
     """The rows (already in the overview's order) in groups of a project or of a person: the
     groups with the most waiting on the audience first, then the busiest, then by name."""
@@ -442,9 +490,7 @@ def overview_groups(
             detail = session.repository
         group = groups.setdefault(key, SessionGroup(key=key, name=name, detail=detail))
         group.summaries.append(summary)
-        waits_on_audience = summary.group == "waiting" and (
-            audience is None or session.owner_id == audience
-        )
+        waits_on_audience = summary.group == "waiting" and audience.is_waited_on_in(session)
         if waits_on_audience:
             group.waiting += len(summary.waits)
         if session.is_active:
@@ -577,3 +623,97 @@ def session_history(session: Session, limit: int = HISTORY_LENGTH) -> list[Histo
     entries = [history_entry(r) for r in revisions] + [enforcer_history_entry(e) for e in events]
     entries.sort(key=lambda entry: entry.at, reverse=True)
     return entries[:limit]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """A page of a session's history, newest first, with the cursors of the pages beside it
+    (None at either end)."""
+
+    entries: list[HistoryEntry]
+    older: str | None
+    newer: str | None
+
+    @property
+    def first(self) -> bool:
+        return self.newer is None
+
+
+# A history line's place, newest first: its time, then its source (a todo write before an
+# enforcer line of the same moment), then its row's id.
+HistoryKey = tuple[datetime, int, int]
+_REVISION, _ENFORCER = 1, 0
+
+
+def _history_cursor(key: HistoryKey) -> str:
+    raw = f"{key[0].isoformat()}|{key[1]}|{key[2]}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _history_key(cursor: str) -> HistoryKey:
+    """Raises ValueError for a cursor this list did not hand out."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        moment, rank, pk = raw.split("|")
+        at = parse_datetime(moment)
+        if at is None or rank not in {"0", "1"} or not pk.isdigit():
+            raise ValueError
+        return at, int(rank), int(pk)
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError("not a cursor of this list") from None
+
+
+def _beyond(column: str, rank: int, key: HistoryKey, *, older: bool) -> Q:
+    """The rows of one source (all of one rank) past `key`, older or newer."""
+    at, key_rank, pk = key
+    past = "lt" if older else "gt"
+    if rank == key_rank:
+        return Q(**{f"{column}__{past}": at}) | Q(**{column: at, f"pk__{past}": pk})
+    # Another source's rows at the same moment are past the key when their rank is.
+    past_at_same_time = rank < key_rank if older else rank > key_rank
+    return Q(**{f"{column}__{past}{'e' if past_at_same_time else ''}": at})
+
+
+def session_history_page(
+    session: Session,
+    *,
+    before: str | None = None,
+    after: str | None = None,
+    size: int = HISTORY_LENGTH,
+) -> HistoryPage:
+    """A page of the session's todo writes and enforcer actions, newest first, by keyset: the
+    newest, those older than the cursor `before`, or those newer than `after`. Two queries,
+    however long the history. Raises ValueError for a cursor this list did not hand out."""
+    cursor = _history_key(after or before or "") if (after or before) else None
+    older = after is None
+    sources = (
+        (TodoRevision.objects.filter(agent__session=session), "received_at", _REVISION,
+         history_entry),
+        (EnforcerEvent.objects.filter(agent__session=session), "created_at", _ENFORCER,
+         enforcer_history_entry),
+    )  # fmt: skip
+    found: list[tuple[HistoryKey, HistoryEntry]] = []
+    for rows, column, rank, make in sources:
+        if cursor is not None:
+            rows = rows.filter(_beyond(column, rank, cursor, older=older))
+        elif rank == _REVISION:
+            # The newest page: only each agent's latest writes can be on it (numbers follow
+            # time per agent), read on the (agent, number) index, not every write of a year.
+            rows = rows.filter(number__gt=F("agent__todo_revision") - (size + 1))
+        order = (f"-{column}", "-pk") if older else (column, "pk")
+        for row in rows.select_related("agent", "agent__session").order_by(*order)[: size + 1]:
+            found.append(((getattr(row, column), rank, row.pk), make(row)))
+    found.sort(key=lambda pair: pair[0], reverse=older)
+    more = len(found) > size
+    chosen = found[:size]
+    if not older:
+        if not chosen:
+            return session_history_page(session, size=size)
+        chosen.reverse()
+    entries = [entry for _, entry in chosen]
+    if not chosen:
+        return HistoryPage(entries, None, None)
+    first, last = _history_cursor(chosen[0][0]), _history_cursor(chosen[-1][0])
+    if older:
+        return HistoryPage(entries, last if more else None, first if before else None)
+    return HistoryPage(entries, last, first if more else None)

@@ -13,7 +13,6 @@ removes only what it added.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import os
@@ -23,19 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from dashboard.client.config import HookConfig, HookFailed
 from dashboard.client.hook import (
     HELD_EVENTS,
-    HookConfig,
-    HookFailed,
-    _in_thread,
-    _read_payload,
-    _while_parent_lives,
     forward,
     held_config,
+    read_payload,
+    while_parent_lives,
     with_git_branch,
 )
 from dashboard.client.install import (
     DEFAULT_WAITS,
+    TOKEN_VARIABLE,
     SettingsError,
     _write_atomically,
     drop_handlers,
@@ -152,6 +150,45 @@ def switch_plan_tool(text: str, *, on: bool) -> str:
     return result
 
 
+# --- config.toml: the OpenTelemetry export -------------------------------------------------------
+
+OTEL_MARK = "# Added by agentboard install-codex: Codex's OpenTelemetry export to the board."
+# The block: the mark, the table and its two keys (`otel_block`); found again by the mark.
+OTEL_BLOCK = re.compile(r"\n?" + re.escape(OTEL_MARK) + r"\n\[otel\]\n(?:[^\n]*\n){2}")
+
+
+def otel_block(url: str) -> str:
+    """Codex's `[otel]` table exporting its log events over OTLP/HTTP (protobuf) to the
+    board's `/v1/logs`. Codex sends a header's value as written (it reads no variables in
+    config.toml): the token comes from OTEL_EXPORTER_OTLP_HEADERS in its environment
+    (`TELEMETRY_HEADERS`), which its exporter adds to every export."""
+    exporter = f'{{ otlp-http = {{ endpoint = "{url}/v1/logs", protocol = "binary" }} }}'
+    return f"{OTEL_MARK}\n[otel]\nlog_user_prompt = false\nexporter = {exporter}\n"
+
+
+TELEMETRY_HEADERS = f'OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer ${TOKEN_VARIABLE}"'
+
+
+def switch_otel(text: str, *, url: str | None) -> str:
+    """config.toml's text with our `[otel]` table (for `url`) or without it (None); a table
+    of the user's own stays, and so does everything else in the file."""
+    without = OTEL_BLOCK.sub("", text)
+    if not url:
+        return without
+    try:
+        own = "otel" in tomllib.loads(without)
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(
+            f"config.toml is not valid TOML ({error}); fix it by hand first."
+        ) from None
+    if own:
+        return without  # the user's own exporter stays
+    block = otel_block(url)
+    if not without.strip():
+        return block
+    return without + ("" if without.endswith("\n") else "\n") + "\n" + block
+
+
 # --- the install -------------------------------------------------------------------------------
 
 
@@ -178,6 +215,7 @@ def install_codex(
     plan_tool: bool = True,
     waits: ServerWaits = DEFAULT_WAITS,
     report_origin: bool = True,
+    telemetry: bool = True,
 ) -> CodexOutcome:
     """Merge into `home`'s hooks.json and config.toml, keeping a `.bak` of what changed."""
     hooks_path, config_path = home / "hooks.json", home / "config.toml"
@@ -199,6 +237,7 @@ def install_codex(
     except (OSError, UnicodeDecodeError) as error:
         raise SettingsError(f"{config_path} cannot be read ({error}).") from None
     new_config = switch_plan_tool(config_text or "", on=plan_tool and not remove)
+    new_config = switch_otel(new_config, url=url if telemetry and not remove else None)
     if new_config != (config_text or ""):
         _replace_file(config_path, config_text, new_config)
         changed.append(config_path)
@@ -260,14 +299,12 @@ def transcript_exit_code(transcript: Path, call_id: str) -> int | None:
 def run_codex_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """Always 0, and no output when anything fails: Codex must never be broken by the board."""
     try:
-        payload = _read_payload(stdin)
+        payload = read_payload(stdin)
         if payload.get("hook_event_name") in HELD_EVENTS:
             # Held until someone decides or the countdown ends; the server answers itself
             # before this gives up (it is told how long that is).
             held = held_config(config, payload)
-            output = asyncio.run(
-                _while_parent_lives(_in_thread(forward, held, payload, CODEX_HOOK_PATH))
-            )
+            output = while_parent_lives(forward, held, payload, CODEX_HOOK_PATH)
         else:
             output = forward(config, with_exit_code(with_git_branch(payload)), CODEX_HOOK_PATH)
     except HookFailed as failure:

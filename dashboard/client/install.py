@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import tempfile
 import urllib.error
 import urllib.request
@@ -20,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dashboard.client.config import TOKEN_VARIABLE
 from dashboard.client.hook import HOOK_PATH
-from dashboard.core.waits import HOOK_TIMEOUT_HEADER, ServerWaits
+from dashboard.core.headers import HOOK_TIMEOUT_HEADER
+from dashboard.core.waits import ServerWaits
 
 DEFAULT_WAITS = ServerWaits()
-
-TOKEN_VARIABLE = "AGENTBOARD_TOKEN"  # noqa: S105 - the variable's name, not a secret
 # (event, matcher or None for every occurrence); their timeouts come from the server's waits
 # (`hook_timeout`).
 HOOKED_EVENTS: list[tuple[str, str | None]] = [
@@ -44,6 +46,11 @@ HOOKED_EVENTS: list[tuple[str, str | None]] = [
     ("PostToolUse", None),
     ("PostToolUseFailure", None),
     ("PermissionDenied", None),
+    # Where the session works and what its teammates do (every supported version sends them).
+    # Not WorktreeCreate/WorktreeRemove: a hook of those replaces git's own worktree handling
+    # (Claude Code then expects the hook to make the worktree); entering one is a CwdChanged.
+    ("CwdChanged", None),
+    ("TeammateIdle", None),
     ("StopFailure", None),
     ("TaskCreated", None),
     ("TaskCompleted", None),
@@ -54,12 +61,80 @@ HOOKED_EVENTS: list[tuple[str, str | None]] = [
 # SessionStart"): they always get the `agentboard hook` command, which forwards to the server.
 COMMAND_ONLY_EVENTS = frozenset({"SessionStart"})
 
+
+@dataclass(frozen=True)
+class Background:
+    """A command hook Claude Code runs in the background (`"async": true`): it goes on without
+    waiting for the hook's answer, which it would not use anyway."""
+
+    # The first Claude Code version seen to run the event's async hook and carry on (older
+    # ones get the hook waited on, as before).
+    since: tuple[int, int, int]
+    # Only these occurrences of the event (a matcher); `waited` gets the others, waited on.
+    matcher: str | None = None
+    waited: str | None = None
+
+
+# Which events run in the background, established by running the real CLIs with a hook that
+# takes 2 s (`async: true` on every event: the CLI went on at once, and killed the ones still
+# running when `claude -p` ended). Only events whose answer Claude Code ignores, or ours never
+# carries, and whose order among the others does not matter; the rest are waited on:
+# - PreToolUse: it orders a tool call before the todo and Task events the board pairs with it
+#   (2.1.197 sends TaskCreated without agent_id), and it may deny; PostToolUse carries the todo
+#   reminders; PostToolUseFailure, PermissionDenied, TaskCreated and TaskCompleted are the same
+#   tool steps, in order.
+# - Stop and SubagentStop: the continuation countdown answers them; PermissionRequest: the
+#   decision; UserPromptSubmit: the reminders, a reviewer's message, the list after compaction.
+# - SubagentStart: a subagent's card must exist before its own tool events arrive.
+# - PreCompact: marks the list to hand back after compaction, before SessionStart(compact).
+# - StopFailure: `claude -p` exits right after it, killing a hook still in the background.
+# - Notification: neither version waits for it even when it is not async (tried: the permission
+#   prompt shows first, and a call approved while the hook still runs goes on at once).
+IN_BACKGROUND: dict[str, Background] = {
+    # Every session waits for it before its first request to the model. Its answer hands the
+    # todo list back only after compaction (`compact`), which stays waited on; a startup,
+    # resume or clear answers nothing (a list still pending goes with the next prompt).
+    # 2.1.197 and 2.1.330 both send the prompt while it runs.
+    "SessionStart": Background((2, 1, 197), matcher="startup|resume|clear", waited="compact"),
+    # Its answer is ignored, and Claude Code exits after it. 2.1.330 starts it after `claude -p`
+    # has exited and lets it finish; 2.1.197 ends before an async one has even started, so
+    # there the exit waits for it.
+    "SessionEnd": Background((2, 1, 330)),
+    # Their answers are ignored (ours carries none): the board only shows them.
+    "CwdChanged": Background((2, 1, 197)),
+    "TeammateIdle": Background((2, 1, 197)),
+}
+
 # Claude Code 2.1.233+ offers neither TodoWrite nor the Task tools to its newest models unless
 # this is set; without them an agent's card stays empty. install-hooks sets it in the settings'
 # `env` block, unless told not to.
 TODO_TOOLS_VARIABLE = "CLAUDE_CODE_ENABLE_TODO_TOOLS"
 
 OUR_COMMAND = re.compile(r"(^|[\s/])agentboard\s+hook(\s|$)")
+
+# Claude Code's OpenTelemetry export, to the board's OTLP receiver (`/v1/metrics`, `/v1/logs`):
+# what its models cost. The token comes from `otelHeadersHelper`, a command Claude Code runs for
+# the exporter's headers (`agentboard otel-headers` prints them from AGENTBOARD_TOKEN), so no
+# secret lands in the file. Claude Code 2.1.330 ignores these keys in a project's settings
+# ("project-scoped settings can't set this key"): they go in the user's settings.
+TELEMETRY_HELPER = "agentboard otel-headers"
+OUR_HELPER = re.compile(r"(^|[\s/])agentboard\s+otel-headers(\s|$)")
+
+
+def telemetry_env(url: str) -> dict[str, str]:
+    return {
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+        # The board's figures follow within ten seconds (Claude Code's default is a minute).
+        "OTEL_METRIC_EXPORT_INTERVAL": "10000",
+        "OTEL_LOGS_EXPORT_INTERVAL": "5000",
+    }
+
+
+TELEMETRY_KEYS = tuple(telemetry_env(""))
 
 
 class SettingsError(Exception):
@@ -71,6 +146,36 @@ class Outcome:
     path: Path
     changed: bool
     backup: Path | None
+
+
+def claude_code_version(command: str = "claude") -> tuple[int, int, int] | None:
+    """The version of the Claude Code on PATH (`claude --version`: "2.1.330 (Claude Code)"),
+    or None when there is none or it does not say."""
+    found = shutil.which(command)
+    if found is None:
+        return None
+    try:
+        said = subprocess.run(  # noqa: S603 - the user's own `claude`, found on their PATH
+            [found, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_version(said.split()[0] if said.split() else "")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """`2.1.330` as numbers; None for anything else."""
+    parts = text.strip().split(".")
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+def in_background(version: tuple[int, int, int] | None) -> list[str]:
+    """The events whose command hooks run in the background for this Claude Code version."""
+    if version is None:
+        return []
+    return [event for event, background in IN_BACKGROUND.items() if version >= background.since]
 
 
 def settings_path(*, project: str | None, user: bool) -> Path:
@@ -195,14 +300,19 @@ def merge_hooks(
     waits: ServerWaits = DEFAULT_WAITS,
     report_origin: bool = True,
     origin: Mapping[str, str] | None = None,
+    telemetry: bool | None = None,
+    claude_version: tuple[int, int, int] | None = None,
 ) -> dict[str, Any]:
     """The settings with Agentboard's hooks replaced (or removed); the input is not changed.
+    `telemetry`: also switch Claude Code's export to the board on (True) or off (False), or
+    leave it as it is (None, for a project's settings, where Claude Code ignores it).
 
     Installing also switches Claude Code's todo tools on (`todo_tools`), or off again when
     False; removing switches them off again, as before the install. With `approvals`, every
     tool's permission request goes to the board's inbox, not only plans. HTTP hooks send the
     `origin` headers (repository and host), unless `report_origin` is False, which also tells
-    the command hooks not to report them."""
+    the command hooks not to report them. The command hooks of the events `IN_BACKGROUND` for
+    `claude_version` (None: unknown, so none) run in the background."""
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks", {})
     drop_handlers(hooks, ours=is_ours, file="settings file")
@@ -213,7 +323,6 @@ def merge_hooks(
             timeout = waits.timeout_for(event)
             if approvals and event == "PermissionRequest":
                 matcher = None  # every tool: plans and all other permission requests
-            group: dict[str, Any] = {"matcher": matcher} if matcher else {}
             as_command = command or event in COMMAND_ONLY_EVENTS
             handler = our_handler(
                 url=url,
@@ -222,14 +331,26 @@ def merge_hooks(
                 report_origin=report_origin,
                 origin=origin,
             )
-            group["hooks"] = [handler]
-            hooks.setdefault(event, []).append(group)
+            background = IN_BACKGROUND.get(event)
+            if as_command and background and event in in_background(claude_version):
+                groups = [_group(background.matcher, {**handler, "async": True})]
+                if background.waited:
+                    groups.append(_group(background.waited, handler))
+            else:
+                groups = [_group(matcher, handler)]
+            hooks.setdefault(event, []).extend(groups)
     _switch_todo_tools(merged, on=todo_tools and not remove)
+    if telemetry is not None:
+        merged = merge_telemetry(merged, url=url if telemetry and not remove else None)
     if hooks:
         merged["hooks"] = hooks
     else:
         merged.pop("hooks", None)
     return merged
+
+
+def _group(matcher: str | None, handler: dict[str, Any]) -> dict[str, Any]:
+    return {"matcher": matcher, "hooks": [handler]} if matcher else {"hooks": [handler]}
 
 
 def _switch_todo_tools(settings: dict[str, Any], *, on: bool) -> None:
@@ -244,6 +365,28 @@ def _switch_todo_tools(settings: dict[str, Any], *, on: bool) -> None:
         settings["env"] = env
     else:
         settings.pop("env", None)
+
+
+def merge_telemetry(settings: dict[str, Any], *, url: str | None) -> dict[str, Any]:
+    """The settings exporting Claude Code's telemetry to the board at `url`, or (None) with
+    Agentboard's export taken out, the user's own `env` entries kept; the input is not
+    changed. Agentboard's export is recognised by its headers helper."""
+    merged = copy.deepcopy(settings)
+    env = merged.get("env", {})
+    if not isinstance(env, dict):
+        raise SettingsError("'env' in the settings file is not an object; fix it by hand first.")
+    if OUR_HELPER.search(str(merged.get("otelHeadersHelper", ""))):
+        for key in TELEMETRY_KEYS:
+            env.pop(key, None)
+        del merged["otelHeadersHelper"]
+    if url:
+        env.update(telemetry_env(url))
+        merged["otelHeadersHelper"] = TELEMETRY_HELPER
+    if env:
+        merged["env"] = env
+    else:
+        merged.pop("env", None)
+    return merged
 
 
 def read_json_object(path: Path) -> tuple[str | None, dict[str, Any]]:
@@ -273,6 +416,8 @@ def install_hooks(
     waits: ServerWaits = DEFAULT_WAITS,
     report_origin: bool = True,
     origin: Mapping[str, str] | None = None,
+    telemetry: bool | None = None,
+    claude_version: tuple[int, int, int] | None = None,
 ) -> Outcome:
     """Merge into the file at `path`, keeping a `.bak` copy of what was there before."""
     text, current = read_json_object(path)
@@ -286,7 +431,22 @@ def install_hooks(
         waits=waits,
         report_origin=report_origin,
         origin=origin,
+        telemetry=telemetry,
+        claude_version=claude_version,
     )
+    return write_merged(path, text=text, current=current, merged=merged)
+
+
+def install_telemetry(path: Path, *, url: str | None) -> Outcome:
+    """Switch Claude Code's export to the board on (`url`) or off (None) in the settings file
+    at `path` (the user's), keeping a `.bak` copy."""
+    text, current = read_json_object(path)
+    return write_merged(path, text=text, current=current, merged=merge_telemetry(current, url=url))
+
+
+def write_merged(
+    path: Path, *, text: str | None, current: dict[str, Any], merged: dict[str, Any]
+) -> Outcome:
     if merged == current:
         return Outcome(path=path, changed=False, backup=None)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,17 +2,23 @@
 
 The board groups sessions by project (the repository's `origin` remote), person and machine;
 only the agent's side knows the first and the last. The hook commands read them on every call,
-without running git (each hook is a fresh process and must stay cheap) and without caching
-anything between calls. A remote URL goes out without any credentials it may hold.
-`AGENTBOARD_REPORT_ORIGIN=0` (or `--no-origin`) sends neither.
+without running git (each hook is a fresh process and must stay cheap: reading the two or three
+small files below takes a fraction of a millisecond, a `git config` process tens of them) and
+without caching anything between calls. A remote URL goes out without any credentials it may
+hold. `AGENTBOARD_REPORT_ORIGIN=0` (or `--no-origin`) sends neither.
+
+Only what a hook command needs is imported (`os.path`, not `pathlib`; see `transport`).
 """
 
 from __future__ import annotations
 
+import _socket  # `socket.gethostname` itself, without importing `socket` (see `transport`)
+import os
 import re
-import socket
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False  # `typing.TYPE_CHECKING` without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 REPOSITORY_HEADER = "X-Agentboard-Repository"
 HOST_HEADER = "X-Agentboard-Host"
@@ -46,7 +52,7 @@ def header_value(value: str | None, limit: int) -> str | None:
 
 
 def host_name() -> str | None:
-    return header_value(socket.gethostname(), MAX_HOST)
+    return header_value(_socket.gethostname(), MAX_HOST)
 
 
 def without_credentials(url: str) -> str:
@@ -74,27 +80,30 @@ def names_a_shared_repository(url: str) -> bool:
     return bool(colon and head) and "/" not in head
 
 
-def own_git_dir(cwd: str) -> Path | None:
+def own_git_dir(cwd: str) -> str | None:
     """The git directory of the repository (or worktree, or submodule) `cwd` is in: `.git`
     above it, or the directory a `.git` file names (a worktree's own, with its own HEAD)."""
-    folder = Path(cwd)
-    for candidate in [folder, *folder.parents]:
-        dot_git = candidate / ".git"
+    folder = os.path.abspath(cwd)
+    while True:
+        dot_git = os.path.join(folder, ".git")
         try:
-            if dot_git.is_dir():
+            if os.path.isdir(dot_git):
                 return dot_git
-            if not dot_git.is_file():
-                continue
-            text = dot_git.read_text(encoding="utf-8").strip()
+            if os.path.isfile(dot_git):
+                with open(dot_git, encoding="utf-8") as file:
+                    text = file.read().strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                return os.path.join(folder, text.removeprefix("gitdir:").strip())
         except (OSError, UnicodeDecodeError):
             return None
-        if not text.startswith("gitdir:"):
+        parent = os.path.dirname(folder)
+        if parent == folder:
             return None
-        return candidate / text.removeprefix("gitdir:").strip()
-    return None
+        folder = parent
 
 
-def git_dir(cwd: str) -> Path | None:
+def git_dir(cwd: str) -> str | None:
     """The git directory holding `cwd`'s configuration: a worktree's own git directory has a
     `commondir` file naming the main repository's, where the remotes live (a submodule's has
     none: its remotes are its own)."""
@@ -102,7 +111,8 @@ def git_dir(cwd: str) -> Path | None:
     if own is None:
         return None
     try:
-        return own / (own / "commondir").read_text(encoding="utf-8").strip()
+        with open(os.path.join(own, "commondir"), encoding="utf-8") as file:
+            return os.path.join(own, file.read().strip())
     except (OSError, UnicodeDecodeError):
         return own
 
@@ -162,7 +172,8 @@ def repository(cwd: str) -> str | None:
     if found is None:
         return None
     try:
-        text = (found / "config").read_text(encoding="utf-8", errors="replace")
+        with open(os.path.join(found, "config"), encoding="utf-8", errors="replace") as file:
+            text = file.read()
     except OSError:
         return None
     url = origin_url(text)

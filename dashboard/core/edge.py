@@ -12,6 +12,7 @@ would store the first two silently; refusing them here gives one answer whatever
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -270,6 +271,25 @@ AgentType = text_type(max_length=column_length(Agent, "agent_type"))
 Cwd = text_type(max_length=column_length(Session, "cwd"))
 # Stored as the idempotency key of the write or plan it made, and as a step's key.
 ToolUseId = text_type(max_length=IDEMPOTENCY_KEY_LENGTH)
+
+
+def plain_name(name: str, *, what: str, max_length: int) -> str:
+    """A name a person gives something (a project, a team): whitespace collapsed, not blank,
+    within `max_length`, plain text; else one sentence (a 422) naming `what` ("project")."""
+    name = " ".join(name.split())
+    if not name:
+        raise ServiceError("validation_error", f"Give the {what} a name.", status=422)
+    if len(name) > max_length:
+        raise ServiceError(
+            "validation_error", f"A {what}'s name has at most {max_length} characters.",
+            status=422,
+        )  # fmt: skip
+    if any(unicodedata.category(ch)[0] == "C" for ch in name):
+        raise ServiceError(
+            "validation_error", f"A {what}'s name is plain text, without control characters.",
+            status=422,
+        )  # fmt: skip
+    return name
 
 
 def query_text(query: Mapping[str, str], name: str, *, max_length: int = 200) -> str:

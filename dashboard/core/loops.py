@@ -4,10 +4,12 @@ the tasks they start, and a loop's own channel on the channel layer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from channels.layers import get_channel_layer
@@ -78,3 +80,45 @@ async def listen(
         handled = handle(message)
         if handled is not None:
             await handled
+
+
+class Arrivals:
+    """At most `at_once` requests of a kind doing their arrival work at the same time, on each
+    event loop: the others wait their turn, in arrival order, doing nothing.
+
+    A loop runs its ready tasks in turn, so when hundreds of requests arrive at one instant
+    (a team's agents restarting together, each submitting a plan it will wait on) each step of
+    any other request waits behind a step of every one of them. Let in a few at a time, they
+    take as long as they did, and the other requests pass between them. A request leaves the
+    gate when its arrival work is done (`arrived()`, from inside), or when it ends."""
+
+    def __init__(self, at_once: int) -> None:
+        self._gates: PerLoop[asyncio.Semaphore] = PerLoop(lambda loop: asyncio.Semaphore(at_once))
+        self._leave: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+            "arrival", default=None
+        )
+
+    @contextlib.asynccontextmanager
+    async def arriving(self) -> AsyncIterator[None]:
+        gate = self._gates()
+        await gate.acquire()
+        inside = True
+
+        def leave() -> None:
+            nonlocal inside
+            if inside:
+                inside = False
+                gate.release()
+
+        token = self._leave.set(leave)
+        try:
+            yield
+        finally:
+            self._leave.reset(token)
+            leave()
+
+    def arrived(self) -> None:
+        """The request (this task) has done its arrival work: the next one may come in."""
+        leave = self._leave.get()
+        if leave is not None:
+            leave()

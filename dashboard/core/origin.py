@@ -29,7 +29,7 @@ from django.http import HttpRequest
 
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.writer import write
-from dashboard.models import Project, Session
+from dashboard.models import Membership, Project, Session
 
 logger = logging.getLogger(__name__)
 
@@ -188,11 +188,13 @@ def origin_record(*, owner: AbstractBaseUser, session_id: str, origin: Origin) -
         else:
             session.host = origin.host
             fields.append("host")
-    project = _project_for(session)
+    project = _project_for(session, owner)
     if project is not None and project.pk != session.project_record_id:
         session.project_record = project
         session.project_name = project.name
-        fields += ["project_record", "project_name"]
+        # Who sees the session follows its project's team (`dashboard.core.visibility`).
+        session.team_id = project.team_id
+        fields += ["project_record", "project_name", "team"]
     with _noted_lock:
         if len(_noted) >= NOTED_SIZE:
             _noted.clear()
@@ -203,7 +205,7 @@ def origin_record(*, owner: AbstractBaseUser, session_id: str, origin: Origin) -
     return Outcome(True, Changes(sessions={session.pk}))
 
 
-def _project_for(session: Session) -> Project | None:
+def _project_for(session: Session, owner: AbstractBaseUser) -> Project | None:
     """The session's project: its repository's, else its folder's (a folder project gives way
     to the repository's once one is reported); None while it has neither."""
     if session.repository:
@@ -215,16 +217,30 @@ def _project_for(session: Session) -> Project | None:
         (key, name), repository = folder_project_key(session.cwd), ""
     else:
         return None
-    return project_for_key(key=key, name=name, repository=repository)
+    return project_for_key(key=key, name=name, repository=repository, owner=owner)
 
 
-def project_for_key(*, key: str, name: str, repository: str = "") -> Project:
-    """The project with this key, created on first sight."""
+def project_for_key(
+    *, key: str, name: str, repository: str = "", owner: AbstractBaseUser | None = None
+) -> Project:
+    """The project with this key, created on first sight: owned by the team of the person
+    whose agent reported it first when they are in exactly one (else by no team, until an
+    admin gives it to one)."""
     project = Project.objects.filter(key=key).first()
     if project is not None:
         return project
+    teams = (
+        list(Membership.objects.filter(user_id=owner.pk).values_list("team_id", flat=True)[:2])
+        if owner is not None
+        else []
+    )
     try:
         with transaction.atomic():
-            return Project.objects.create(key=key, name=name, repository=repository)
+            return Project.objects.create(
+                key=key,
+                name=name,
+                repository=repository,
+                team_id=teams[0] if len(teams) == 1 else None,
+            )
     except IntegrityError:  # another process created it meanwhile
         return Project.objects.get(key=key)

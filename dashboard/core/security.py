@@ -31,6 +31,7 @@ from django.middleware.security import SecurityMiddleware
 from django.utils.decorators import sync_and_async_middleware
 
 from dashboard.core import reader
+from dashboard.core.visibility import audience_of
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -119,6 +120,11 @@ class BrowserOriginValidator:
         await self.application(scope, receive, send)
 
 
+# Origins besides this one that a form may be sent to, or be redirected to after it is sent:
+# registered by the apps above when they are ready (the identity provider's sign-out page).
+FORM_ACTION_ORIGINS: list[str] = []
+
+
 def content_security_policy(request: HttpRequest) -> str:
     """No inline script or style anywhere; scripts, styles and sockets from this host only."""
     try:
@@ -127,10 +133,11 @@ def content_security_policy(request: HttpRequest) -> str:
         host = ""
     # Older Safari does not count ws:// and wss:// of the same host as 'self'.
     sockets = f" ws://{host} wss://{host}" if host else ""
+    forms = " ".join(["'self'", *FORM_ACTION_ORIGINS])
     return (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         f"connect-src 'self'{sockets}; object-src 'none'; frame-ancestors 'none'; "
-        "base-uri 'self'; form-action 'self'"
+        f"base-uri 'self'; form-action {forms}"
     )
 
 
@@ -288,6 +295,7 @@ def _user_and_permissions(request: HttpRequest) -> AbstractBaseUser | AnonymousU
     user = auth.get_user(request)
     if user.is_active and not user.is_superuser:
         user.get_all_permissions()  # kept on the user: has_perm() and ahas_perm() read no more
+    audience_of(user)  # who they see and decide for, kept on the user likewise
     return user
 
 

@@ -4,8 +4,9 @@ A held hook (a Stop hook in its continuation countdown, a plan's or a tool's per
 request) is answered by the server when its wait ends; the agent's side gives up at its own
 timeout, which the installers write. The two must agree, or the agent gives up first and the
 continuation or decision never arrives. So the installers ask the server for its waits and
-derive the timeouts from them, and every hook says how long its client waits (the header
-below): the server never holds one longer than that, less a margin.
+derive the timeouts from them, and every hook says how long its client waits (its header,
+`dashboard.core.headers.HOOK_TIMEOUT_HEADER`): the server never holds one longer than that,
+less a margin.
 
 Plain Python, no Django: the agent-side `agentboard` commands use it too.
 """
@@ -15,9 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Sent with every hook by the `agentboard` commands and the HTTP hooks that install-hooks
-# writes: the seconds the client waits for the answer.
-HOOK_TIMEOUT_HEADER = "X-Agentboard-Hook-Timeout"
 # The server answers a held hook this long before its client would give up on it.
 ANSWER_MARGIN = 5.0
 # What installers write for hooks the server never holds.
@@ -47,7 +45,8 @@ class ServerWaits:
         """The seconds an agent should let a hook of `event` run: longer than it is held."""
         if event in HELD_STOP_EVENTS:
             return self.stop_timeout()
-        if event == "PermissionRequest":
+        if event in {"PermissionRequest", "PermissionDenied"}:
+            # PermissionDenied: a refusal by auto mode waits in the inbox when someone asks.
             return self.permission_timeout()
         return ORDINARY_HOOK_TIMEOUT
 

@@ -9,11 +9,13 @@ the write is durable, one commit serves many requests, and writes of one agent k
 The writer keeps its database connection open; waiting requests hold none.
 
 Some writes can wait: a held hook's plan or permission request is stored for a person who
-decides in seconds or minutes (`write_behind`). Those go behind the others: each batch takes
-every other write queued and at most BEHIND_PER_BATCH of them, so a burst of hundreds of held
-hooks (a team restarting its agents) does not make every other agent's hook wait for all of
-them. Writes of one agent still keep their order: an agent whose hook is held sends nothing
-else until it is answered.
+decides in seconds or minutes (`write_behind`). Those go behind the others, in batches of
+their own: one is written only when no other write waits (or when the oldest of them has
+waited BEHIND_MAX_WAIT, so that they go on under any load), and a batch of them ends after
+BEHIND_SLICE or as soon as another write arrives. So in a burst of hundreds of held hooks (a
+team restarting its agents) another agent's write waits for at most one of them, however slow
+each is on a busy machine. Writes of one agent still keep their order: an agent whose hook is
+held sends nothing else until it is answered.
 
 With several server processes each has its own writer; the databases' own locking (SQLite's
 IMMEDIATE transactions, PostgreSQL's row locks taken by the services) keeps them apart. When
@@ -28,6 +30,7 @@ import collections
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -52,8 +55,12 @@ WithinWrite = Callable[[Changes], None]
 WithinBatch = Callable[[list[Changes]], None]
 AfterCommit = Callable[..., None]  # (changes, *, loop)
 MAX_BATCH = 200
-# Writes that can wait (`write_behind`) taken into one batch: each costs a few milliseconds.
-BEHIND_PER_BATCH = 2
+# A batch of writes that can wait (`write_behind`) ends after this long (it writes at least
+# one), or as soon as another write is queued.
+BEHIND_SLICE = 0.01
+# Writes that can wait go only when no other write waits, except the oldest of them once it
+# has waited this long: under any load they go on, one a batch.
+BEHIND_MAX_WAIT = 0.5
 # Writers of two processes can each hold a row the other waits for (each takes the rows of
 # its batch's agents in its own arrival order): PostgreSQL then ends one of the two writes (after
 # its deadlock_timeout, 1 s by default). That write runs again, in a transaction of its own, up
@@ -72,6 +79,7 @@ class _Job:
     future: Future = field(default_factory=Future)
     # Its request can wait behind the others' (`write_behind`).
     behind: bool = False
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 class _Stop:
@@ -79,6 +87,13 @@ class _Stop:
 
 
 _STOP = _Stop()
+
+
+@dataclass
+class _BehindSlice:
+    """A batch of writes that can wait: it takes them one at a time until `until`."""
+
+    until: float
 
 
 # A write's result, or the error that refused it.
@@ -105,6 +120,10 @@ class Writer:
         self._lock = threading.Lock()
         # Writes that can wait, taken from the queue and not written yet.
         self._behind: collections.deque[_Job] = collections.deque()
+        # Other writes submitted and not taken from the queue yet (read without the lock: a
+        # moment's staleness only ends or lengthens a batch of those that can wait by one).
+        self._others_queued = 0
+        self._count_lock = threading.Lock()
         self.within_write: list[WithinWrite] = []
         self.within_batch: list[WithinBatch] = []
         self.after_commit: list[AfterCommit] = []
@@ -128,6 +147,9 @@ class Writer:
     ) -> Future:
         job = _Job(func=func, kwargs=kwargs, loop=loop, behind=behind)
         self._ensure_running()
+        if not behind:
+            with self._count_lock:
+                self._others_queued += 1
         self._queue.put(job)
         return job.future
 
@@ -135,14 +157,19 @@ class Writer:
         return threading.current_thread() is self._thread
 
     def drain(self, timeout: float = 10) -> None:
-        """Return once the writes queued so far are committed and answered (tests)."""
+        """Return once the writes queued so far are committed and answered, and those they
+        queued in turn (a long index job goes on in a job of its own) (tests)."""
         thread = self._thread
         if thread is None or not thread.is_alive():
             return
-        done = threading.Event()
-        self._queue.put(done)
-        if not done.wait(timeout):
-            raise TimeoutError(f"the writer did not finish its queued writes in {timeout} s")
+        deadline = time.monotonic() + timeout
+        while True:
+            done = threading.Event()
+            self._queue.put(done)
+            if not done.wait(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"the writer did not finish its queued writes in {timeout} s")
+            if self._queue.empty() and not self._behind:
+                return
 
     def stop(self) -> None:
         """Finish what is queued, close the connection and end the thread (tests, shutdown)."""
@@ -158,6 +185,8 @@ class Writer:
                 batch, control = self._take()
                 if batch:
                     self._apply(batch)
+                if control is None and self._behind_may_go():
+                    self._apply([], _BehindSlice(until=time.perf_counter() + BEHIND_SLICE))
                 if control is _STOP:
                     return
                 if isinstance(control, threading.Event):
@@ -166,9 +195,9 @@ class Writer:
             connection.close()
 
     def _take(self) -> tuple[list[_Job], threading.Event | _Stop | None]:
-        """The writes to make next, in order: those queued (up to MAX_BATCH), then at most
-        BEHIND_PER_BATCH of those that can wait; or, up to a stop or a drain, everything queued
-        before it, returned beside it to be acted on once written."""
+        """The writes to make next, in order: those queued (up to MAX_BATCH; those that can
+        wait are set aside, for batches of their own); or, up to a stop or a drain,
+        everything queued before it, returned beside it to be acted on once written."""
         batch: list[_Job] = []
         try:
             item = self._queue.get_nowait() if self._behind else self._queue.get()
@@ -185,28 +214,59 @@ class Writer:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 item = None
+        if batch:
+            with self._count_lock:
+                self._others_queued -= len(batch)
         if item is not None and not isinstance(item, _Job):
             batch += self._behind
             self._behind.clear()
             return batch, item
-        for _ in range(min(BEHIND_PER_BATCH, len(self._behind))):
-            batch.append(self._behind.popleft())
         return batch, None
 
-    def _apply(self, batch: list[_Job]) -> None:
+    def _behind_may_go(self) -> bool:
+        """Whether a batch of writes that can wait goes now: none other waits, or the oldest
+        of them has waited BEHIND_MAX_WAIT."""
+        if not self._behind:
+            return False
+        return (
+            self._others_queued <= 0
+            or time.monotonic() - self._behind[0].queued_at >= BEHIND_MAX_WAIT
+        )
+
+    def _behind_added(self, jobs: list[_Job], behind: _BehindSlice | None) -> bool:
+        """Append to `jobs` the next write that can wait, if this is a batch of them and it
+        has time for it: the first always, the next ones until its slice ends or another write
+        is queued."""
+        if behind is None:
+            return False
+        if jobs and (time.perf_counter() >= behind.until or self._others_queued > 0):
+            return False
+        while self._behind and len(jobs) < MAX_BATCH:
+            job = self._behind.popleft()
+            if job.future.set_running_or_notify_cancel():
+                jobs.append(job)
+                return True
+        return False
+
+    def _apply(self, batch: list[_Job], behind: _BehindSlice | None = None) -> None:
+        """Write `batch` in one transaction, or with `behind` a batch of the writes that can
+        wait."""
         # A request that went away before its turn (its waiting task was cancelled) is not
         # written; one that is running can no longer be cancelled.
         jobs = [job for job in batch if job.future.set_running_or_notify_cancel()]
         for _ in range(LOCK_CONFLICT_RETRIES + 1):
-            outcomes, jobs = self._transaction(jobs)
+            outcomes, jobs = self._transaction(jobs, behind)
             self._answer(outcomes)
             if not jobs:
                 return
+            behind = None  # those that lost a conflict run again, and no others
             logger.info("%d write(s) lost a lock conflict; running them again", len(jobs))
         for job in jobs:
             _refuse(job.future, _busy())
 
-    def _transaction(self, jobs: list[_Job]) -> tuple[list[_Outcome], list[_Job]]:
+    def _transaction(
+        self, jobs: list[_Job], behind: _BehindSlice | None = None
+    ) -> tuple[list[_Outcome], list[_Job]]:
         """Apply `jobs` in order in one transaction and commit. Returns each applied write's
         outcome, and the writes left for another transaction: from the first one PostgreSQL
         ended to break a lock conflict with another process, on."""
@@ -214,11 +274,15 @@ class Writer:
         left: list[_Job] = []
         try:
             with transaction.atomic():
-                for index, job in enumerate(jobs):
+                index = 0
+                while index < len(jobs) or self._behind_added(jobs, behind):
+                    job = jobs[index]
+                    index += 1
                     try:
                         # A savepoint keeps a refused write from taking the others down; a
                         # write alone needs none (if it fails, nothing is committed).
-                        with transaction.atomic(savepoint=len(jobs) > 1):
+                        alone = len(jobs) == 1 and not (behind and self._behind)
+                        with transaction.atomic(savepoint=not alone):
                             result = job.func(**job.kwargs)
                             changes = changes_of(result)
                             for listener in self.within_write:
@@ -228,7 +292,7 @@ class Writer:
                         if _lost_a_lock_conflict(error):
                             # What came before commits and lets go of its rows, so the
                             # other process can finish; this write and the rest run after.
-                            left = jobs[index:]
+                            left = jobs[index - 1 :]
                             break
                         outcomes.append((job, None, error))
                 self._batch_done([changes_of(result) for _, result, err in outcomes if err is None])

@@ -30,6 +30,10 @@ from dashboard.core.loops import PerLoop, keep, listen
 logger = logging.getLogger(__name__)
 
 
+# The close code that tells a browser to connect again at once (htmx's websocket extension
+# reconnects on it).
+CLOSE_RECONNECT = 1012
+
 # The scope key under which `dashboard.server` hands a websocket consumer its own connection.
 WIRE = "agentboard.wire"
 
@@ -48,6 +52,8 @@ class BoardSocket(Protocol):
     wire: Wire | None
 
     async def send(self, text_data: str | None = None) -> None: ...
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None: ...
 
 
 class Boards:
@@ -149,6 +155,19 @@ class Boards:
         group, html = message.get("group"), message.get("html")
         if message.get("type") == "board.fragment" and isinstance(html, str) and group:
             await self.deliver(group, html)
+        elif message.get("type") == "board.reconnect":
+            await self.reconnect_all()
+
+    async def reconnect_all(self) -> None:
+        """Who sees what changed: close every board socket of this process with "service
+        restart", which browsers answer by connecting again (and reading afresh what they may
+        see)."""
+        sockets = set().union(*self.members.values()) if self.members else set()
+        for socket in sockets:
+            try:
+                await socket.close(code=CLOSE_RECONNECT)
+            except Exception:
+                logger.warning("could not close a board socket to reconnect", exc_info=True)
 
 
 async def _send(socket: BoardSocket, html: str) -> None:

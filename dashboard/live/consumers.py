@@ -24,6 +24,7 @@ from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_d
 from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_note
 from dashboard.core.security import public_url, scope_header, scope_is_secure
 from dashboard.core.services import agent_resolve_for_update, agent_touch, token_owner
+from dashboard.core.visibility import audience_of
 from dashboard.core.writer import write
 from dashboard.live import publisher
 from dashboard.live.boards import WIRE, Wire, boards_for, write_text
@@ -42,7 +43,6 @@ from dashboard.live.watch import Waiter, watch_for
 from dashboard.models import Client, Session, hash_token
 from planmode import fragments
 from planmode.models import Plan
-from planmode.permissions import audience_of
 from planmode.selectors import plan_for_owner
 from planmode.services import plan_expire, plan_state, plan_submit, plan_watched
 from todos import enforcer
@@ -107,7 +107,8 @@ class BoardConsumer(Consumer):
             machine=query.get("machine", [""])[0][:255],
         )
         self.session_pk: int | None = None
-        # Whose waiting things the header (and the inbox) count: everyone's for a reviewer.
+        # What the viewer sees, and whose waiting things the header (and the inbox) count
+        # (`dashboard.core.visibility`); every group joined follows it.
         self.audience = await database_sync_to_async(audience_of)(user)
         header = publisher.header_group(self.audience)
         if self.header_only:
@@ -115,8 +116,12 @@ class BoardConsumer(Consumer):
         elif self.inbox_page:
             self.live_groups = [publisher.inbox_group(self.audience), header]
         elif self.plans_page:
-            self.live_groups = [publisher.PLANS_GROUP, header]
+            self.live_groups = [publisher.plans_group(self.audience), header]
             if self.plans_page.isdigit():
+                if not await self._sees_plan(int(self.plans_page)):
+                    await self.accept()
+                    await self.close(code=CLOSE_NOT_FOUND)
+                    return
                 self.live_groups.append(publisher.plan_review_group(int(self.plans_page)))
         elif session_id:
             self.session_pk = await self._session_pk(session_id)
@@ -126,7 +131,9 @@ class BoardConsumer(Consumer):
                 return
             self.live_groups = [publisher.session_group(self.session_pk), header]
         else:
-            self.live_groups = [publisher.OVERVIEW_GROUP, header]
+            self.live_groups = [*publisher.overview_groups(self.audience), header]
+        # Told to reconnect when who sees what changes.
+        self.live_groups.append(publisher.EVERY_BROWSER)
         # Fragments reach it through the process's own channel (`dashboard.live.boards`).
         boards = boards_for()
         await boards.join(self, self.live_groups)
@@ -139,7 +146,13 @@ class BoardConsumer(Consumer):
 
     @database_sync_to_async
     def _session_pk(self, session_id: str) -> int | None:
-        return Session.objects.filter(session_id=session_id).values_list("pk", flat=True).first()
+        """The session, if the viewer sees it (else as if it did not exist)."""
+        sessions = Session.objects.filter(self.audience.sees(), session_id=session_id)
+        return sessions.values_list("pk", flat=True).first()
+
+    @database_sync_to_async
+    def _sees_plan(self, plan_pk: int) -> bool:
+        return Plan.objects.filter(self.audience.sees("session__"), pk=plan_pk).exists()
 
     @database_sync_to_async
     def _snapshot(self) -> str:
@@ -150,9 +163,9 @@ class BoardConsumer(Consumer):
             parts.append(publisher.render_inbox(self.audience))
         elif self.plans_page:
             if self.plans_page.isdigit():
-                parts.append(fragments.review_snapshot(int(self.plans_page)))
+                parts.append(fragments.review_snapshot(int(self.plans_page), self.audience))
             else:
-                parts.append(fragments.render_queue(oob=True))
+                parts.append(fragments.render_queue(self.audience, oob=True))
         elif self.session_pk is None:
             parts.append(
                 render_to_string(

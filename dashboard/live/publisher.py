@@ -32,27 +32,68 @@ from django.template.loader import render_to_string
 
 from dashboard.core.changes import Changes
 from dashboard.core.loops import PerLoop, keep
+from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.live.watch import announce
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# Live groups, each rendered once for all its browsers. Who joins which follows the one rule
+# of `dashboard.core.visibility`: admins join the groups of everything; anyone else the open
+# overview, their teams' overviews and their own groups.
+# Every admin's overview: each session's row.
 OVERVIEW_GROUP = "board.overview"
-# Every board page of a reviewer: the header's count of what waits on a person.
+# Everyone else's overview: the rows of sessions no team owns, of one team's, and of a user's
+# own sessions in a team they are not a member of.
+OVERVIEW_OPEN = "board.overview.open"
+# Every board page of an admin: the header's count of what waits on a person.
 HEADER_GROUP = "board.header"
-# The review queue page and every review page (its list of plans waiting).
+# The review queue page and every review page of an admin (its list of plans waiting).
 PLANS_GROUP = "board.plans"
-# The inbox page of a reviewer (everyone's sessions).
+# The inbox page of an admin (every session's).
 INBOX_GROUP = "board.inbox"
+# Every browser socket: told to reconnect when who sees what changed (a team, a project's).
+EVERY_BROWSER = "board.browsers"
 
 
-def header_group(audience: int | None) -> str:
-    """The header count of an audience: reviewers (None) or one user, who sees their own."""
-    return HEADER_GROUP if audience is None else f"board.header.user.{audience}"
+def overview_team_group(team_pk: int) -> str:
+    return f"board.overview.team.{team_pk}"
 
 
-def inbox_group(audience: int | None) -> str:
-    return INBOX_GROUP if audience is None else f"board.inbox.user.{audience}"
+def overview_user_group(user_pk: int) -> str:
+    return f"board.overview.user.{user_pk}"
+
+
+def overview_groups(audience: Audience) -> list[str]:
+    """The overview groups a viewer joins: each session they see reaches them by exactly one."""
+    if audience.everything:
+        return [OVERVIEW_GROUP]
+    if audience.nothing:
+        return []
+    teams = [overview_team_group(pk) for pk in sorted(audience.teams)]
+    return [OVERVIEW_OPEN, *teams, overview_user_group(audience.user_pk or 0)]
+
+
+def _viewer_group(base: str, viewer: int | None) -> str:
+    return base if viewer is None else f"{base}.user.{viewer}"
+
+
+def header_group(audience: Audience) -> str:
+    """The header count of an audience: admins, or one user."""
+    return _viewer_group(HEADER_GROUP, audience_viewer(audience))
+
+
+def inbox_group(audience: Audience) -> str:
+    return _viewer_group(INBOX_GROUP, audience_viewer(audience))
+
+
+def plans_group(audience: Audience) -> str:
+    return _viewer_group(PLANS_GROUP, audience_viewer(audience))
+
+
+def audience_viewer(audience: Audience) -> int | None:
+    """Whose own groups: None for admins (one group for all of them), else the user's pk."""
+    return None if audience.everything else audience.user_pk
 
 
 def session_group(session_pk: int) -> str:
@@ -134,6 +175,8 @@ def _publish_blocking(changes: Changes) -> None:
     """For writes made outside an event loop (management commands): no coalescing."""
     try:
         messages = _wake_messages(changes) + render(Due.everything_in(changes))
+        if changes.audiences_changed:
+            messages.append((EVERY_BROWSER, {"type": "board.reconnect"}))
         send = async_to_sync(_send_all)
         send(messages)
     except Exception:
@@ -160,6 +203,18 @@ def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
 
 
 @dataclass
+class Routes:
+    """Where the rendering of one flush goes, by the one visibility rule."""
+
+    # The overview groups of each session whose row changed.
+    overview: dict[int, list[str]] = field(default_factory=dict)
+    # Users (admins aside) whose count of what waits, and inbox, may have changed.
+    waited_on: set[int] = field(default_factory=set)
+    # Users (admins aside) whose review queue may show a changed plan.
+    queue_viewers: set[int] = field(default_factory=set)
+
+
+@dataclass
 class Due:
     """What one flush renders."""
 
@@ -174,9 +229,9 @@ class Due:
     plans: set[int] = field(default_factory=set)
     permission_requests: set[int] = field(default_factory=set)
     inbox_sessions: set[int] = field(default_factory=set)
-    # The users whose own inbox shows any of the above (found before rendering).
-    inbox_owners: set[int] | None = None
     annotated_plans: set[int] = field(default_factory=set)
+    # Which groups see what changed (found before rendering, `routes_of`).
+    routes: Routes | None = None
 
     @classmethod
     def everything_in(cls, changes: Changes) -> Due:
@@ -253,6 +308,8 @@ class Publisher:
 
     def take(self, changes: Changes) -> None:
         wake = _wake_messages(changes)
+        if changes.audiences_changed:
+            wake.append((EVERY_BROWSER, {"type": "board.reconnect"}))
         if wake:
             self._spawn(_send_all(wake))
         self.pending.add(changes)
@@ -334,10 +391,8 @@ class Publisher:
     async def _flush(self) -> None:
         try:
             due = self._take_due()
-            if due.inbox:
-                due.inbox_owners = await self.loop.run_in_executor(
-                    _render_executor, inbox_owners, due
-                )
+            if (due.sessions or due.inbox) and browsers_may_watch():
+                due.routes = await self.loop.run_in_executor(_render_executor, routes_of, due)
             if due:
                 watched = await watched_groups(groups_of(due))
                 if watched:
@@ -354,32 +409,88 @@ class Publisher:
 
 def groups_of(due: Due) -> set[str]:
     """Every group a flush of `due` could send to (review pages are found when rendering)."""
+    routes = due.routes or Routes()
     sessions = due.sessions | set(due.cards.values()) | due.history_sessions
-    groups = {session_group(pk) for pk in sessions} | {OVERVIEW_GROUP}
+    groups = {session_group(pk) for pk in sessions}
+    for targets in routes.overview.values():
+        groups.update(targets)
     if due.plans:
-        groups |= {HEADER_GROUP, PLANS_GROUP} | {session_group(pk) for pk in due.sessions}
+        groups |= {session_group(pk) for pk in due.sessions}
+        groups |= {_viewer_group(PLANS_GROUP, viewer) for viewer in [None, *routes.queue_viewers]}
     if due.inbox:
-        for audience in [None, *sorted(due.inbox_owners or ())]:
-            groups |= {header_group(audience), inbox_group(audience)}
+        for viewer in [None, *routes.waited_on]:
+            groups |= {_viewer_group(HEADER_GROUP, viewer), _viewer_group(INBOX_GROUP, viewer)}
     groups |= {plan_review_group(pk) for pk in due.annotated_plans}
     return groups
 
 
-def inbox_owners(due: Due) -> set[int]:
-    """The users whose own inbox shows something of `due` (one query, in the render thread)."""
+def routes_of(due: Due) -> Routes:
+    """Which groups show what `due` changed (in the render thread): one query for the
+    sessions, one for their teams' members if any, and when what waits changed, one for the
+    projects' own reviewers and one for the review permission's holders if no team owns one."""
+    from django.contrib.auth import get_user_model
     from django.db.models import Q
 
-    from dashboard.models import Session
+    from dashboard.core.visibility import review_permission_holders
+    from dashboard.models import Membership, Project, Session
 
-    if not due.inbox:
-        return set()
-    return set(
-        Session.objects.filter(
-            Q(pk__in=due.inbox_sessions)
-            | Q(plans__pk__in=due.plans)
-            | Q(permission_requests__pk__in=due.permission_requests)
-        ).values_list("owner_id", flat=True)
-    )
+    routes = Routes()
+    condition = Q(pk__in=sorted(due.sessions | due.inbox_sessions))
+    if due.plans:
+        condition |= Q(plans__pk__in=sorted(due.plans))
+    if due.permission_requests:
+        condition |= Q(permission_requests__pk__in=sorted(due.permission_requests))
+    found = Session.objects.filter(condition)
+    projects = set()
+    rows = set()
+    for pk, owner, team, project in found.values_list(
+        "pk", "owner_id", "team_id", "project_record_id"
+    ):
+        rows.add((pk, owner, team))
+        if project is not None:
+            projects.add(project)
+    teams = {team for _, _, team in rows if team is not None}
+    members: dict[int, set[int]] = defaultdict(set)
+    if teams:
+        for team, user in Membership.objects.filter(team_id__in=teams).values_list(
+            "team_id", "user_id"
+        ):
+            members[team].add(user)
+    open_sessions = False
+    for pk, owner, team in rows:
+        if team is None:
+            routes.overview[pk] = [OVERVIEW_GROUP, OVERVIEW_OPEN]
+            open_sessions = True
+        else:
+            routes.overview[pk] = [OVERVIEW_GROUP, overview_team_group(team)]
+            if owner not in members[team]:
+                routes.overview[pk].append(overview_user_group(owner))
+    if due.inbox:
+        # A wait is on the session's owner and reviewers; a plan shows in the queue of
+        # everyone who sees its session.
+        owners = {owner for _, owner, _ in rows}
+        in_teams = set().union(*members.values()) if members else set()
+        routes.waited_on = owners | in_teams
+        routes.queue_viewers = owners | in_teams
+        if projects:  # the projects' own reviewers
+            named = Project.reviewers.through.objects.filter(project_id__in=sorted(projects))
+            routes.waited_on |= set(named.values_list("user_id", flat=True))
+        if open_sessions:
+            routes.waited_on |= review_permission_holders()
+            if due.plans:
+                everyone = get_user_model().objects.filter(is_active=True, is_superuser=False)
+                routes.queue_viewers |= set(everyone.values_list("pk", flat=True))
+    return routes
+
+
+def browsers_may_watch() -> bool:
+    """Whether any browser could be shown a flush: False only when the in-memory layer of the
+    embedded default (one process) has no board group joined, so agents' writes with nobody
+    watching cost no read of who would see them."""
+    members = getattr(get_channel_layer(), "groups", None)
+    if not isinstance(members, dict):
+        return True
+    return any(group.startswith("board.") and joined for group, joined in members.items())
 
 
 async def watched_groups(groups: set[str]) -> set[str] | None:
@@ -423,11 +534,16 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         return watched is None or group in watched
 
     parts: dict[str, list[str]] = defaultdict(list)
+    routes = due.routes if due.routes is not None else routes_of(due)
     plans = plans_by_pk(sorted(due.plans))
+
+    def overview_shown(session_pk: int) -> list[str]:
+        return [group for group in routes.overview.get(session_pk, ()) if shown(group)]
+
     session_pks = {
         pk
         for pk in set(due.sessions) | {plan.session_id for plan in plans}
-        if shown(session_group(pk)) or shown(OVERVIEW_GROUP)
+        if shown(session_group(pk)) or overview_shown(pk)
     }
     summaries = {s.session.pk: s for s in selectors.session_summaries_by_pk(sorted(session_pks))}
     card_pks = [pk for pk, session_pk in due.cards.items() if shown(session_group(session_pk))]
@@ -453,21 +569,22 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                     "dashboard/_session_header.html", {"summary": summary, "oob": True}
                 )
             )
-        if not shown(OVERVIEW_GROUP):
+        overview = overview_shown(session_pk)
+        if not overview:
             continue
-        parts[OVERVIEW_GROUP].append(
-            render_to_string(
-                "dashboard/_session_row.html",
-                {
-                    "summary": summary,
-                    "oob": True,
-                    "oob_insert": "afterbegin:#session-list"
-                    if session_pk in due.created_sessions
-                    else "",
-                    "flash": session_pk in due.created_sessions,
-                },
-            )
+        row = render_to_string(
+            "dashboard/_session_row.html",
+            {
+                "summary": summary,
+                "oob": True,
+                "oob_insert": "afterbegin:#session-list"
+                if session_pk in due.created_sessions
+                else "",
+                "flash": session_pk in due.created_sessions,
+            },
         )
+        for group in overview:
+            parts[group].append(row)
     # Inserted one by one at the top, so the newest must come last.
     entries = (
         selectors.history_entries(revision_pks=due.revisions, event_pks=due.enforcer_events)
@@ -481,9 +598,21 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
         parts[session_group(entry.agent.session_id)].append(
             render_to_string("dashboard/_history_entry.html", {"entry": entry, "oob": True})
         )
+    # Each viewer's own: the count of what waits on them, their inbox, their review queue.
+    viewers = {None, *routes.waited_on, *(routes.queue_viewers if plans else ())}
+    audiences = viewer_audiences(
+        viewer
+        for viewer in viewers
+        if viewer is not None
+        and any(
+            shown(_viewer_group(base, viewer)) for base in (HEADER_GROUP, INBOX_GROUP, PLANS_GROUP)
+        )
+    )
     if due.inbox:
-        owners = due.inbox_owners if due.inbox_owners is not None else inbox_owners(due)
-        for audience in [None, *sorted(owners)]:
+        for viewer in [None, *sorted(routes.waited_on)]:
+            audience = audiences.get(viewer)
+            if audience is None:
+                continue
             if shown(header_group(audience)):
                 parts[header_group(audience)].append(render_plans_waiting(audience))
             if shown(inbox_group(audience)):
@@ -502,7 +631,12 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
             )
     if plans:
         flash = [plan.pk for plan in plans]
-        parts[PLANS_GROUP].append(fragments.render_queue(flash_pks=flash, oob=True))
+        for viewer in [None, *sorted(routes.queue_viewers)]:
+            audience = audiences.get(viewer)
+            if audience is not None and shown(plans_group(audience)):
+                parts[plans_group(audience)].append(
+                    fragments.render_queue(audience, flash_pks=flash, oob=True)
+                )
         for session_pk in sorted({plan.session_id for plan in plans}):
             parts[session_group(session_pk)].append(
                 fragments.render_session_plans(session_pk, flash_pks=flash, oob=True)
@@ -517,16 +651,30 @@ def render(due: Due, watched: set[str] | None = None) -> list[tuple[str, dict]]:
                 parts[plan_review_group(plan.pk)].append(fragments.render_decision_panel(plan))
                 parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
             else:
-                # Decided and about to be sent (with its Undo), or waiting again after one.
+                # Decided and about to be sent (with its Undo), or waiting again after one;
+                # who has approved it so far, where two approve.
                 parts[plan_review_group(plan.pk)].append(fragments.render_staged_decision(plan))
+                parts[plan_review_group(plan.pk)].append(fragments.render_approvals(plan))
     for plan in plans_by_pk(sorted(due.annotated_plans - due.plans)):
         if shown(plan_review_group(plan.pk)):
             parts[plan_review_group(plan.pk)].append(fragments.render_annotations(plan))
     return [(group, fragment(group, "".join(html))) for group, html in parts.items()]
 
 
-def render_plans_waiting(audience: int | None = None) -> str:
-    """The header's count of what waits on the audience (a reviewer: None)."""
+def viewer_audiences(user_pks: Iterable[int]) -> dict[int | None, Audience]:
+    """The rule of each viewer to render for (admins: None), read at once."""
+    from dashboard.core.visibility import audiences_of
+
+    found: dict[int | None, Audience] = {None: EVERYONE}
+    for pk, audience in audiences_of(user_pks).items():
+        # An admin's own groups are never joined: they share the admins'.
+        if not audience.everything and not audience.nothing:
+            found[pk] = audience
+    return found
+
+
+def render_plans_waiting(audience: Audience = EVERYONE) -> str:
+    """The header's count of what waits on the audience."""
     from planmode.inbox import inbox_count
 
     return render_to_string(
@@ -534,7 +682,7 @@ def render_plans_waiting(audience: int | None = None) -> str:
     )
 
 
-def render_inbox(audience: int | None) -> str:
+def render_inbox(audience: Audience) -> str:
     """The inbox list as the audience sees it; its forms carry no CSRF token (htmx sends the
     page's own)."""
     from planmode.inbox import inbox_context

@@ -143,7 +143,7 @@ def expire_if_abandoned(plan_ids: list[int]) -> None:
 
 
 # How long the client of the hook being handled waits for its answer, when it said so
-# (`dashboard.core.waits.HOOK_TIMEOUT_HEADER`, read by the hook endpoints).
+# (`dashboard.core.headers.HOOK_TIMEOUT_HEADER`, read by the hook endpoints).
 client_waits: ContextVar[float | None] = ContextVar("client_waits", default=None)
 
 

@@ -13,17 +13,20 @@ one small one.
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterable
+from datetime import timedelta
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from dashboard.activity.models import Concern
 from dashboard.core.changes import Changes
 from dashboard.core.sql import any_row
-from dashboard.models import Session
+from dashboard.core.visibility import audiences_of
+from dashboard.models import Project, Session
 from dashboard.notifications.messages import (
     Notice,
     concern_notice,
@@ -77,6 +80,7 @@ def enqueue(changes: Changes) -> int:
     try:
         # Its own savepoint: a notification that cannot be stored never takes its cause down.
         with transaction.atomic():
+            _cancel_fallbacks(changes)
             notices = list(_notices(changes))
             rows = _deliveries(notices) if notices else []
             if rows:
@@ -133,21 +137,47 @@ def _notices(changes: Changes) -> Iterable[Notice]:
             yield session_notice(session)
 
 
-def reviewer_pks() -> set[int]:
-    """Active users who see every session: superusers and holders of the review permission."""
-    perm = Permission.objects.filter(codename="review_plan", content_type__app_label="planmode")
-    return set(
-        get_user_model()
-        .objects.filter(
-            Q(is_superuser=True) | Q(user_permissions__in=perm) | Q(groups__permissions__in=perm),
-            is_active=True,
-        )
-        .values_list("pk", flat=True)
-    )
+# The waits a project's own reviewers are asked first about.
+ASKED_FIRST = ("plan:", "permission:")
 
 
-def _sees(user_pk: int, session: Session, reviewers: set[int]) -> bool:
-    return user_pk in reviewers or session.owner_id == user_pk
+def _asked_first(notices: list[Notice]) -> dict[str, set[int]]:
+    """For each notice of a plan or a permission request waiting in a project that names its
+    reviewers: those reviewers (one query, none without such notices)."""
+    waiting = [
+        notice
+        for notice in notices
+        if notice.event == Event.WAITING
+        and notice.about.startswith(ASKED_FIRST)
+        and notice.session.project_record_id is not None
+    ]
+    if not waiting:
+        return {}
+    named: dict[int, set[int]] = defaultdict(set)
+    projects = {notice.session.project_record_id for notice in waiting}
+    rows = Project.reviewers.through.objects.filter(project_id__in=projects)
+    for project_pk, user_pk in rows.values_list("project_id", "user_id"):
+        named[project_pk].add(user_pk)
+    return {
+        notice.key: named[notice.session.project_record_id]
+        for notice in waiting
+        if named.get(notice.session.project_record_id)
+    }
+
+
+def _cancel_fallbacks(changes: Changes) -> None:
+    """What was answered is not told to those who were to hear of it only if nobody did."""
+    about = [f"plan:{pk}" for pk in changes.decided_plans] + [
+        f"permission:{pk}" for pk in changes.decided_permissions
+    ]
+    if not about:
+        return
+    prefixes = Q()
+    for cause in about:
+        prefixes |= Q(key__startswith=f"{Event.WAITING}:{cause}:")
+    Delivery.objects.filter(
+        prefixes, status=Delivery.Status.PENDING, attempts=0, next_attempt_at__gt=timezone.now()
+    ).delete()
 
 
 def _deliveries(notices: list[Notice]) -> list[Delivery]:
@@ -156,7 +186,22 @@ def _deliveries(notices: list[Notice]) -> list[Delivery]:
     devices = list(PushDevice.objects.filter(user__is_active=True)) if push else []
     if not targets and not devices:
         return []
-    reviewers = reviewer_pks()
+    # Who is told: those a notice's session waits on (its reviewers, its owner), by the one
+    # rule of `dashboard.core.visibility`.
+    audiences = audiences_of(
+        [target.owner_id for target in targets] + [device.user_id for device in devices]
+    )
+    first = _asked_first(notices)
+    later = timezone.now() + timedelta(minutes=settings.AGENTBOARD_REVIEW_FALLBACK_MINUTES)
+
+    def when(notice: Notice, user_pk: int) -> dict:
+        """A project that names its reviewers asks them (and the session's owner) first: the
+        others are told later, unless it was answered meanwhile (`_cancel_fallbacks`)."""
+        named = first.get(notice.key)
+        if named and user_pk not in named and user_pk != notice.session.owner_id:
+            return {"next_attempt_at": later}
+        return {}
+
     rows = []
     for notice in notices:
         for target in targets:
@@ -164,7 +209,7 @@ def _deliveries(notices: list[Notice]) -> list[Delivery]:
                 continue
             if target.projects and notice.session.project not in target.projects:
                 continue
-            if not _sees(target.owner_id, notice.session, reviewers):
+            if not audiences[target.owner_id].is_waited_on_in(notice.session):
                 continue
             # A personal target is not told what its owner decided; a team target (added by
             # an admin) tells the team about every decision.
@@ -176,18 +221,20 @@ def _deliveries(notices: list[Notice]) -> list[Delivery]:
                     event=notice.event,
                     target=target,
                     payload=notice.payload,
+                    **when(notice, target.owner_id),
                 )
             )
         if notice.event not in PUSH_EVENTS:
             continue
         for device in devices:
-            if _sees(device.user_id, notice.session, reviewers):
+            if audiences[device.user_id].is_waited_on_in(notice.session):
                 rows.append(
                     Delivery(
                         key=f"{notice.key}:d{device.pk}",
                         event=notice.event,
                         device=device,
                         payload=notice.payload,
+                        **when(notice, device.user_id),
                     )
                 )
     return rows

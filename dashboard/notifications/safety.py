@@ -19,6 +19,11 @@ class UnsafeURL(ValueError):
     """The URL is not one the server will call; the message says why, in one sentence."""
 
 
+def host_of(url: str) -> str:
+    """Only the host of an address (its user, path and query can carry credentials)."""
+    return urlsplit(url).hostname or "?"
+
+
 def mask_url(url: str) -> str:
     """`https://hooks.slack.com/…X9aZ`: enough to recognise, never enough to use."""
     parts = urlsplit(url)

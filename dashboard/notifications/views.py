@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -22,15 +22,19 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import BaseModel, Field, ValidationError
 
+from dashboard.core.audit import Via, audit, via_request
 from dashboard.core.edge import strict_loads, text_type
+from dashboard.core.redaction import redact
 from dashboard.core.security import login_required
+from dashboard.core.visibility import Audience, audience_of
+from dashboard.models import AuditAction
 from dashboard.notifications.messages import cut
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
-from dashboard.notifications.safety import UnsafeURL, check_form, check_url, mask_url
+from dashboard.notifications.safety import UnsafeURL, check_form, check_url, host_of, mask_url
 from dashboard.notifications.senders import new_client, public_key, send_webhook
 from dashboard.web.views import settings_page
 from planmode.inbox import inbox_items
-from planmode.permissions import audience_of, is_reviewer
+from planmode.permissions import is_reviewer
 from todos.models import Continuation
 
 LOG_LENGTH = 50
@@ -118,17 +122,44 @@ def target_add(request: HttpRequest) -> HttpResponse:
         return _settings_again(request, status=422, target_error=sentence, target_form=data)
     except UnsafeURL as error:
         return _settings_again(request, status=422, target_error=str(error), target_form=data)
-    target = WebhookTarget.objects.create(
-        owner=request.user,
-        name=form.name,
-        kind=form.kind,
-        url=form.url,
-        secret=secrets.token_urlsafe(32) if form.kind == WebhookTarget.Kind.JSON else "",
-        events=[str(event) for event in form.events],
-        projects=form.projects,
-        base_url=_base_url(request),
-    )
+    with transaction.atomic():
+        target = WebhookTarget.objects.create(
+            owner=request.user,
+            name=form.name,
+            kind=form.kind,
+            url=form.url,
+            secret=secrets.token_urlsafe(32) if form.kind == WebhookTarget.Kind.JSON else "",
+            events=[str(event) for event in form.events],
+            projects=form.projects,
+            base_url=_base_url(request),
+        )
+        _target_audit(AuditAction.TARGET_ADDED, target, request, "added")
     return _settings_again(request, new_target=target)
+
+
+def _target_words(target: WebhookTarget) -> str:
+    """The target as the audit log says it: its name, kind, host (never the URL: its path
+    or query can carry the credential) and what it is sent."""
+    events = ", ".join(Event(event).label for event in target.events if event in Event.values)
+    projects = ", ".join(target.projects) or "every project its owner sees"
+    return redact(
+        f"webhook {target.name} ({target.get_kind_display()}) to {host_of(target.url)}: "
+        f"{events}; {projects}"
+    )
+
+
+def _target_audit(action: str, target: WebhookTarget, request: HttpRequest, done: str) -> None:
+    audit(
+        action, actor=request.user, via=via_request(request, "settings"),
+        about=f"webhook:{target.pk}", summary=f"{_target_words(target)} {done}",
+    )  # fmt: skip
+
+
+def _device_audit(action: str, device: PushDevice, via: Via, actor: Any, done: str) -> None:
+    audit(
+        action, actor=actor, via=via, about=f"device:{device.pk}",
+        summary=redact(f"push device {device.name} ({host_of(device.endpoint)}) {done}"),
+    )  # fmt: skip
 
 
 def _own_target(request: HttpRequest, pk: int) -> WebhookTarget:
@@ -139,7 +170,9 @@ def _own_target(request: HttpRequest, pk: int) -> WebhookTarget:
 @require_POST
 def target_remove(request: HttpRequest, pk: int) -> HttpResponse:
     target = _own_target(request, pk)
-    target.delete()
+    with transaction.atomic():
+        _target_audit(AuditAction.TARGET_REMOVED, target, request, "removed")
+        target.delete()
     messages.success(request, f"Removed the webhook “{target.name}”.")
     return redirect(reverse("settings") + "#webhooks-title")
 
@@ -213,18 +246,24 @@ def device_add(request: HttpRequest) -> JsonResponse:
         return _problem(text, 422)
     name = form.name.strip() or "This device"
     try:
-        # Only the user's own device is updated: a subscription another account registered
-        # stays that account's (the endpoint is unique, so creating it again is refused).
-        device, _ = PushDevice.objects.update_or_create(
-            endpoint=form.endpoint,
-            user=request.user,
-            defaults={
-                "name": name,
-                "p256dh": form.keys.p256dh,
-                "auth": form.keys.auth,
-                "base_url": _base_url(request),
-            },
-        )
+        with transaction.atomic():
+            # Only the user's own device is updated: a subscription another account registered
+            # stays that account's (the endpoint is unique, so creating it again is refused).
+            device, created = PushDevice.objects.update_or_create(
+                endpoint=form.endpoint,
+                user=request.user,
+                defaults={
+                    "name": name,
+                    "p256dh": form.keys.p256dh,
+                    "auth": form.keys.auth,
+                    "base_url": _base_url(request),
+                },
+            )
+            _device_audit(
+                AuditAction.TARGET_ADDED if created else AuditAction.TARGET_CHANGED,
+                device, via_request(request, "settings"), request.user,
+                "added" if created else "subscribed again",
+            )  # fmt: skip
     except IntegrityError:
         return _problem(
             "This browser already gets notifications for another account; sign in as that "
@@ -239,9 +278,15 @@ def device_add(request: HttpRequest) -> JsonResponse:
 def device_rename(request: HttpRequest, pk: int) -> HttpResponse:
     device = get_object_or_404(PushDevice, pk=pk, user=request.user)
     name = request.POST.get("name", "").strip()[:100]
-    if name:
-        device.name = name
-        device.save(update_fields=["name"])
+    if name and name != device.name:
+        before = device.name
+        with transaction.atomic():
+            device.name = name
+            device.save(update_fields=["name"])
+            _device_audit(
+                AuditAction.TARGET_CHANGED, device, via_request(request, "settings"),
+                request.user, f"renamed from {before}",
+            )  # fmt: skip
     return redirect(reverse("settings") + "#devices-title")
 
 
@@ -249,7 +294,12 @@ def device_rename(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def device_remove(request: HttpRequest, pk: int) -> HttpResponse:
     device = get_object_or_404(PushDevice, pk=pk, user=request.user)
-    device.delete()
+    with transaction.atomic():
+        _device_audit(
+            AuditAction.TARGET_REMOVED, device, via_request(request, "settings"), request.user,
+            "removed",
+        )  # fmt: skip
+        device.delete()
     messages.success(request, f"Removed the device “{device.name}”; it gets no more messages.")
     return redirect(reverse("settings") + "#devices-title")
 
@@ -309,15 +359,14 @@ def waiting(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"items": items})
 
 
-def _stopped_unfinished(audience: int | None) -> list[Continuation]:
+def _stopped_unfinished(audience: Audience) -> list[Continuation]:
     """Agents that stopped lately with tasks left and were let stop (one query)."""
     stops = Continuation.objects.filter(
         status=Continuation.Status.SKIPPED,
         unfinished__gt=0,
         resolved_at__gte=timezone.now() - STOPPED_RECENTLY,
     ).select_related("agent", "agent__session")
-    if audience is not None:
-        stops = stops.filter(agent__session__owner_id=audience)
+    stops = stops.filter(audience.waits_on("agent__session__"))
     return list(stops.order_by("resolved_at", "pk")[:50])
 
 

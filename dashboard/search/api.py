@@ -1,5 +1,5 @@
-"""`GET /api/v1/search`: the same search for an agent token, over the sessions reported with
-it (the API's rule: a token reads only its own sessions)."""
+"""`GET /api/v1/search`: the same search for an agent token, over the sessions its owner sees
+on the search page (`dashboard.core.visibility`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ninja import Query, Router
 from pydantic import BaseModel
 
 from dashboard.core.errors import ServiceError
+from dashboard.core.visibility import audience_of
 from dashboard.search import selectors
 from dashboard.search.engines import MAX_QUERY_CHARS
 from dashboard.search.models import EntryKind
@@ -70,7 +71,8 @@ def _search(owner: AbstractBaseUser, q, kind, project, since, until, limit) -> d
         if value is not None:
             query[name] = str(value)
     try:
-        filters = search_filters(query, sessions=("s.owner_id = %s", (owner.pk,)))
+        # What the token's owner sees on the search page, by the one rule.
+        filters = search_filters(query, sessions=audience_of(owner).sessions_sql("s"))
     except BadRequest as error:
         # The only filter the schema cannot check is an id that names no project.
         raise ServiceError("project_not_found", str(error), status=404) from None

@@ -22,6 +22,11 @@ MAX_TERMS = 12
 MAX_QUERY_CHARS = 500
 # Matching words come back between these two characters, then become <mark> (escaped first).
 START, STOP = "\x02", "\x03"
+# Results are ranked among the newest this many matches: a word found a hundred thousand times
+# in a year costs what a rare one does (FTS5 reads matches backwards in the order they were
+# indexed, PostgreSQL on the entries' time index, and both stop there), and among that many
+# the best are as good as any.
+CANDIDATES = 500
 WORD = re.compile(r"\w+", re.UNICODE)
 PHRASE = re.compile(r'"([^"]*)"')
 
@@ -131,20 +136,37 @@ class Fts5:
         if not query:
             return []
         where, params = _where(filters)
-        sql = f"""
-            SELECT e.id, e.kind, e.ref, e.parent, e.session_id, e.at,
-                   highlight(search_fts, 0, char(2), char(3)),
-                   snippet(search_fts, 1, char(2), char(3), '…', 24)
-            FROM search_fts
-            JOIN search_searchentry e ON e.id = search_fts.rowid
-            JOIN dashboard_session s ON s.id = e.session_id
-            WHERE search_fts MATCH %s{where}
-            ORDER BY bm25(search_fts, 4.0, 1.0), e.at DESC
-            LIMIT %s
+        # The newest CANDIDATES matches (FTS5 reads them backwards by rowid and stops), ranked;
+        # then the chosen ones marked.
+        ranked = f"""
+            WITH found AS (
+                SELECT search_fts.rowid AS id, bm25(search_fts, 4.0, 1.0) AS score, e.at AS at
+                FROM search_fts
+                JOIN search_searchentry e ON e.id = search_fts.rowid
+                JOIN dashboard_session s ON s.id = e.session_id
+                WHERE search_fts MATCH %s{where}
+                ORDER BY search_fts.rowid DESC
+                LIMIT %s
+            )
+            SELECT id FROM found ORDER BY score, at DESC LIMIT %s
         """  # noqa: S608 - only placeholders are interpolated
         with connection.cursor() as cursor:
-            cursor.execute(sql, [query, *params, limit])
-            return _hits(cursor.fetchall())
+            cursor.execute(ranked, [query, *params, CANDIDATES, limit])
+            chosen = [pk for (pk,) in cursor.fetchall()]
+            if not chosen:
+                return []
+            marks = ", ".join(["%s"] * len(chosen))
+            marked_sql = f"""
+                SELECT e.id, e.kind, e.ref, e.parent, e.session_id, e.at,
+                       highlight(search_fts, 0, char(2), char(3)),
+                       snippet(search_fts, 1, char(2), char(3), '…', 24)
+                FROM search_fts
+                JOIN search_searchentry e ON e.id = search_fts.rowid
+                WHERE search_fts MATCH %s AND search_fts.rowid IN ({marks})
+            """  # noqa: S608 - only placeholders are interpolated
+            cursor.execute(marked_sql, [query, *chosen])
+            hits = {row[0]: row for row in cursor.fetchall()}
+        return _hits(hits[pk] for pk in chosen if pk in hits)
 
 
 class PostgresFullText:
@@ -155,19 +177,28 @@ class PostgresFullText:
         if not WORD.search(text):
             return []
         where, params = _where(filters)
+        # The candidates' query is written out, not read from `q`: so the planner sees the
+        # words and picks by how often they occur (a rare word on the GIN index, a common one
+        # backwards on the time index, stopping at CANDIDATES).
         # The whole title, marked; the body as up to two fragments around the matches.
         whole = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
         options = "StartSel=\x02, StopSel=\x03, MaxWords=30, MinWords=8, MaxFragments=2"
         sql = f"""
             WITH q AS (SELECT websearch_to_tsquery('english', %s) AS query),
-            found AS (
+            candidates AS (
                 SELECT e.id, e.kind, e.ref, e.parent, e.session_id, e.at, e.title, e.body,
-                       ts_rank_cd(e.document, q.query) AS rank
+                       e.document
                 FROM search_searchentry e
-                CROSS JOIN q
                 JOIN dashboard_session s ON s.id = e.session_id
-                WHERE e.document @@ q.query{where}
-                ORDER BY rank DESC, e.at DESC
+                WHERE e.document @@ websearch_to_tsquery('english', %s){where}
+                ORDER BY e.at DESC, e.id DESC
+                LIMIT %s
+            ),
+            found AS (
+                SELECT c.id, c.kind, c.ref, c.parent, c.session_id, c.at, c.title, c.body,
+                       ts_rank_cd(c.document, q.query) AS rank
+                FROM candidates c CROSS JOIN q
+                ORDER BY rank DESC, c.at DESC
                 LIMIT %s
             )
             SELECT found.id, found.kind, found.ref, found.parent, found.session_id, found.at,
@@ -177,7 +208,7 @@ class PostgresFullText:
             ORDER BY found.rank DESC, found.at DESC
         """  # noqa: S608 - only placeholders are interpolated
         with connection.cursor() as cursor:
-            cursor.execute(sql, [text, *params, limit, whole, options])
+            cursor.execute(sql, [text, text, *params, CANDIDATES, limit, whole, options])
             return _hits(cursor.fetchall())
 
 

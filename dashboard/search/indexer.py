@@ -35,6 +35,8 @@ TITLE_CHARS = 300
 # What one entry keeps of a long text (a plan of a thousand lines): enough to be found by.
 BODY_CHARS = 20_000
 REBUILD_CHUNK = 2_000
+# What one index job takes of what is pending (see `index_pending`).
+INDEX_CHUNK = 50
 
 
 @dataclass
@@ -66,6 +68,22 @@ class Pending:
     touched: Touched = field(default_factory=Touched)
     steps: dict[int, SearchEntry] = field(default_factory=dict)
     queued: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.steps) or any(vars(self.touched).values())
+
+    def take(self, limit: int) -> Pending:
+        """Up to `limit` of what is pending (of each kind in turn), moved out into a Pending
+        of its own; the rest stays."""
+        taken = Pending()
+        for name, keys in vars(self.touched).items():
+            chosen = sorted(keys)[:limit]
+            limit -= len(chosen)
+            keys.difference_update(chosen)
+            getattr(taken.touched, name).update(chosen)
+        for pk in sorted(self.steps)[:limit]:
+            taken.steps[pk] = self.steps.pop(pk)
+        return taken
 
 
 _pending = Pending()
@@ -105,10 +123,16 @@ def _note(*, touched: Touched | None = None, steps: dict[int, SearchEntry] | Non
 
 def index_pending() -> None:
     """The index job: what batches stored since the last one, in a savepoint of its own, so
-    search never takes other writes down with it (a failure is logged)."""
-    global _pending
+    search never takes other writes down with it (a failure is logged). At most INDEX_CHUNK
+    things at a time: an agent's write queued while a job runs waits for it, so a job must
+    stay short (a burst of hundreds of held plans noted at once would make one long job).
+    What is left goes in the next job."""
     with _pending_lock:
-        pending, _pending = _pending, Pending()
+        pending = _pending.take(INDEX_CHUNK)
+        more = bool(_pending)
+        _pending.queued = more
+    if more:
+        writer.submit(index_pending, {}, None, behind=True)
     try:
         with transaction.atomic():
             _index(pending.touched)

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
+from django.utils.datastructures import MultiValueDict
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
@@ -43,6 +44,21 @@ class EdgeParser(Parser):
 
     def parse_body(self, request: HttpRequest) -> Any:
         return load_json(request.body, what="request body")
+
+    def parse_querydict(
+        self, data: MultiValueDict, list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        """A query parameter that takes one value, given twice (`?until=a&until=b`), is
+        refused rather than read as its last value."""
+        repeated = [key for key in data if key not in list_fields and len(data.getlist(key)) > 1]
+        if repeated:
+            raise ValidationError(
+                [
+                    {"loc": ["query", key], "msg": "Give this parameter once, not several times"}
+                    for key in repeated
+                ]
+            )
+        return super().parse_querydict(data, list_fields, request)
 
 
 api = NinjaAPI(

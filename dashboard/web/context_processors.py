@@ -10,8 +10,8 @@ def header(request: HttpRequest) -> dict:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
+    from dashboard.core.visibility import audience_of
     from planmode.inbox import inbox_count
-    from planmode.permissions import audience_of
 
     audience = audience_of(user)
-    return {"waiting": inbox_count(audience), "can_review": audience is None}
+    return {"waiting": inbox_count(audience), "can_review": audience.reviews_anything}

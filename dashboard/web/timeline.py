@@ -23,7 +23,7 @@ from dashboard.activity.timeline import (
 from dashboard.board import selectors
 from dashboard.core.edge import query_text
 from dashboard.core.security import login_required
-from dashboard.models import Session
+from dashboard.core.visibility import visible_sessions
 from planmode.inbox import staged_in_session
 
 VIEWS = ("timeline", "list")
@@ -33,7 +33,9 @@ MAX_TOOL_CHARS = 200
 
 @login_required
 def session_timeline_page(request: HttpRequest, session_id: str) -> HttpResponse:
-    session = get_object_or_404(Session.objects.select_related("owner"), session_id=session_id)
+    session = get_object_or_404(
+        visible_sessions(request.user).select_related("owner"), session_id=session_id
+    )
     query = request.GET
     view = query.get("view", "timeline")
     if view not in VIEWS:

@@ -22,13 +22,16 @@ from django.views.decorators.http import require_POST
 from dashboard.activity.concerns import concern_dismiss
 from dashboard.activity.models import Concern
 from dashboard.board import selectors
+from dashboard.core import tokens
+from dashboard.core.audit import via_request
 from dashboard.core.edge import query_person, query_project, query_text
 from dashboard.core.security import login_required
+from dashboard.core.visibility import aaudience_of, audience_of, visible_projects, visible_sessions
 from dashboard.core.writer import write
-from dashboard.models import AgentToken, Client, Project, Session
+from dashboard.models import AgentToken, Client, Session
 from dashboard.web.api import configured_waits
 from planmode.inbox import staged_in_session
-from planmode.permissions import audience_of
+from planmode.models import InboxChoice
 from todos import enforcer
 from todos.models import Continuation
 
@@ -121,6 +124,9 @@ def overview(request: HttpRequest) -> HttpResponse:
         "only": only,
         "filtered": bool(only.project or only.person or only.machine),
         "socket_query": socket_query,
+        "filters_query": urlencode(
+            {key: value for key, value in request.GET.items() if key in SOCKET_FILTERS and value}
+        ),
         "audience": audience,
         "client": client,
         "client_label": Client(client).label if client else "",
@@ -132,11 +138,14 @@ def overview(request: HttpRequest) -> HttpResponse:
             }
             for value, label in [("", "All kinds"), *Client.choices]
         ],
-        "projects": Project.objects.only("pk", "name"),
+        # What the filters offer: only what the viewer sees.
+        "projects": visible_projects(audience).only("pk", "name"),
         "people": get_user_model()
-        .objects.filter(Exists(Session.objects.filter(owner=OuterRef("pk"))))
+        .objects.filter(Exists(Session.objects.filter(audience.sees(), owner=OuterRef("pk"))))
         .order_by("username"),
-        "machines": Session.objects.filter(last_seen_at__gte=timezone.now() - MACHINES_SEEN)
+        "machines": Session.objects.filter(
+            audience.sees(), last_seen_at__gte=timezone.now() - MACHINES_SEEN
+        )
         .exclude(host="")
         .order_by("host")
         .values_list("host", flat=True)
@@ -145,29 +154,82 @@ def overview(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/overview.html", context)
 
 
+@login_required
+def ended_sessions(request: HttpRequest) -> HttpResponse:
+    """The ended sessions, a page at a time (the overview lists the latest few), with the
+    overview's filters."""
+    only = overview_filter(request.GET)
+    try:
+        page = selectors.ended_sessions(
+            only,
+            audience=audience_of(request.user),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+        )
+    except ValueError:
+        raise BadRequest(
+            "This page link is not one this list handed out; start again from the latest sessions."
+        ) from None
+    kept = {
+        key: value
+        for key, value in request.GET.items()
+        if key in {"client", "project", "person", "machine"} and value
+    }
+    context = {"page": page, "sessions": page.rows, "filters_query": urlencode(kept)}
+    return render(request, "dashboard/ended.html", context)
+
+
 # The overview's filters the board socket also takes (its snapshot is filtered alike).
 SOCKET_FILTERS = ("client", "project", "person", "machine")
 
 
 @login_required
 def session_board(request: HttpRequest, session_id: str) -> HttpResponse:
-    session = get_object_or_404(Session.objects.select_related("owner"), session_id=session_id)
+    session = get_object_or_404(
+        visible_sessions(request.user).select_related("owner"), session_id=session_id
+    )
     summary = selectors.session_summaries([session])[0]
+    history = selectors.session_history_page(session)
     context = {
         "session": session,
         "summary": summary,
         # What waits, and what was just decided and can still be undone.
         "waits": [*summary.waits, *staged_in_session(summary.session.pk)],
         "cards": selectors.board_cards(session),
-        "history": selectors.session_history(session),
+        "history": history.entries,
+        "history_page": history,
+        # Its answer buttons are for those whom what waits in it waits on.
+        "can_review": audience_of(request.user).is_waited_on_in(session),
     }
     return render(request, "dashboard/board.html", context)
 
 
-async def _require_lead(request: HttpRequest) -> AbstractBaseUser:
+@login_required
+def session_history(request: HttpRequest, session_id: str) -> HttpResponse:
+    """A session's whole history, a page at a time (the board shows its newest page)."""
+    session = get_object_or_404(
+        visible_sessions(request.user).select_related("owner"), session_id=session_id
+    )
+    try:
+        page = selectors.session_history_page(
+            session, before=request.GET.get("before"), after=request.GET.get("after")
+        )
+    except ValueError:
+        raise BadRequest(
+            "This page link is not one this list handed out; start again from the newest lines."
+        ) from None
+    context = {"session": session, "history": page.entries, "page": page}
+    return render(request, "dashboard/history.html", context)
+
+
+async def _require_lead(request: HttpRequest, session: Session | None) -> AbstractBaseUser:
+    """The user, if they see `session` (else it is not found) and decide for it."""
     user = await request.auser()
-    if not await user.ahas_perm("planmode.review_plan"):
-        raise PermissionDenied("Only reviewers can steer agents.")
+    audience = await aaudience_of(user)
+    if session is None or not audience.may_see(session):
+        raise Http404("No such session.")
+    if not audience.may_decide(session):
+        raise PermissionDenied("Only the session's reviewers can steer its agents.")
     return user
 
 
@@ -175,10 +237,17 @@ async def _require_lead(request: HttpRequest) -> AbstractBaseUser:
 @require_POST
 async def continuation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """The Cancel button on a countdown toast; the held Stop hook may be in another process."""
-    user = await _require_lead(request)
-    if not await Continuation.objects.filter(pk=pk).aexists():
+    countdown = await Continuation.objects.filter(pk=pk).select_related("agent__session").afirst()
+    if countdown is None:
         raise Http404("No such countdown.")
-    await write(enforcer.continuation_cancel, continuation_pk=pk, by=user.get_username())
+    user = await _require_lead(request, countdown.agent.session)
+    await write(
+        enforcer.continuation_cancel,
+        continuation_pk=pk,
+        by=user.get_username(),
+        actor=user,
+        via=via_request(request, "inbox" if request.POST.get("from") == "inbox" else "board"),
+    )
     return HttpResponse(status=204)
 
 
@@ -189,9 +258,10 @@ async def concern_dismiss_view(request: HttpRequest, pk: int) -> HttpResponse:
     answering one of its permission requests is."""
     user = await request.auser()
     concern = await Concern.objects.filter(pk=pk).select_related("session").afirst()
-    if concern is None:
+    audience = await aaudience_of(user)
+    if concern is None or not audience.may_see(concern.session):
         raise Http404("No such agent to look at.")
-    if concern.session.owner_id != user.pk and not await user.ahas_perm("planmode.review_plan"):
+    if not audience.is_waited_on_in(concern.session):
         return HttpResponse(
             "Only reviewers, or the person whose session it is, can dismiss this; "
             "ask an admin for the review permission.",
@@ -206,10 +276,9 @@ async def concern_dismiss_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 async def session_enforcer(request: HttpRequest, session_id: str) -> HttpResponse:
     """Switch the continuation enforcer on or off for one session."""
-    user = await _require_lead(request)
     session = await Session.objects.filter(session_id=session_id).afirst()
-    if session is None:
-        raise Http404("No such session.")
+    user = await _require_lead(request, session)
+    assert session is not None
     enabled = request.POST.get("enabled")
     if enabled not in {"true", "false"}:
         return HttpResponse("Send enabled=true or enabled=false.", status=400)
@@ -243,6 +312,9 @@ def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
         "countdown": settings.AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS,
         "stop_timeout": waits.stop_timeout(),
         "permission_timeout": waits.permission_timeout(),
+        "auto_mode_refusals": InboxChoice.objects.filter(
+            user=request.user, auto_mode_refusals=True
+        ).exists(),
     }
     for section in SETTINGS_SECTIONS:
         context.update(section(request.user))
@@ -258,10 +330,30 @@ def user_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+def inbox_choices(request: HttpRequest) -> HttpResponse:
+    """Whether auto mode's refusals wait in this person's inbox (`auto_mode_refusals`: "on" or
+    "off")."""
+    wanted = request.POST.get("auto_mode_refusals", "")
+    if wanted not in {"on", "off"}:
+        raise BadRequest("Say auto_mode_refusals=on or off.")
+    InboxChoice.objects.update_or_create(
+        user=request.user, defaults={"auto_mode_refusals": wanted == "on"}
+    )
+    if wanted == "on":
+        messages.success(request, "Calls auto mode refuses now wait in your inbox.")
+    else:
+        messages.success(request, "Calls auto mode refuses no longer wait in your inbox.")
+    return redirect("settings")
+
+
+@login_required
+@require_POST
 def token_create(request: HttpRequest) -> HttpResponse:
     """A new agent token, shown once on the page this answers with (never stored raw)."""
     label = request.POST.get("label", "").strip()[:TOKEN_LABEL_LENGTH]
-    token, raw = AgentToken.issue(owner=request.user, label=label)
+    token, raw = tokens.token_issue(
+        owner=request.user, label=label, actor=request.user, via=via_request(request, "settings")
+    )
     return settings_page(request, new_token=raw, new_token_label=token.label)
 
 
@@ -269,10 +361,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     token = get_object_or_404(AgentToken, pk=pk, owner=request.user)
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        # Saved, not updated: the save signal closes the agent sockets open with it.
-        token.save(update_fields=["revoked_at"])
+    if tokens.token_revoke(token=token, actor=request.user, via=via_request(request, "settings")):
         messages.success(request, f"Revoked the token {token.hint}…; agents using it stop now.")
     return redirect("settings")
 

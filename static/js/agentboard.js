@@ -183,13 +183,19 @@
   /* Overview order: what waits on me first, then running sessions, then ended ones. A row
      that changed group (a plan arrived, the session ended or came back) moves to the top of
      its group (the end, for what waits: oldest first); rows that stay in their group stay put. */
-  /* A row waits on me when something in it waits on a person and I am who may answer it: a
-     reviewer answers for every session, anyone else for their own (the header counts alike). */
+  /* A row waits on me when something in it waits on a person and I am who may answer it: an
+     admin for every session; anyone else for their own, for the teams they review, for the
+     projects that name them as reviewers, and (with the review permission) for sessions no
+     team owns. The header counts alike. */
   function waitsOnMe(row) {
     if (row.dataset.waiting !== "true") return false;
     var list = row.closest("[data-audience]") || document.getElementById("session-list");
     var audience = list ? list.dataset.audience : "all";
-    return !audience || audience === "all" || audience === row.dataset.owner;
+    if (!audience || audience === "all" || audience === row.dataset.owner) return true;
+    if (row.dataset.project && (list.dataset.named || "").split(" ").indexOf(row.dataset.project) >= 0) return true;
+    var team = row.dataset.team || "";
+    if (!team) return list.dataset.reviewsOpen === "true";
+    return (list.dataset.reviews || "").split(" ").indexOf(team) >= 0;
   }
   function rank(row) {
     if (waitsOnMe(row)) return 0;

@@ -62,12 +62,20 @@
   }
 
   /* One open tab shows the notifications: the one holding the lock (the first opened; when it
-     closes, the next one takes over). Without Web Locks every tab shows them. */
+     closes, the next one takes over). Without Web Locks every tab shows them.
+     What waits when the first tab opens was not news: it is remembered, not shown. A tab
+     opened (or reloaded, as after a decision) beside the one that shows them remembers
+     nothing: the other tab already knows what it showed, and an item that arrives while this
+     one loads is news it must show. A tab that takes over shows what nobody showed yet. */
+  var LOCK = "agentboard.notifier";
   var leading = !("locks" in navigator);
-  if (!leading) {
-    navigator.locks.request("agentboard.notifier", function () {
-      leading = true;
-      return new Promise(function () { /* held while this page is open */ });
+  function hold() { return new Promise(function () { /* held while this page is open */ }); }
+  function lead() {
+    if (!("locks" in navigator)) { check(false); return; }
+    navigator.locks.request(LOCK, { ifAvailable: true }, function (lock) {
+      if (lock) { leading = true; check(false); return hold(); }
+      navigator.locks.request(LOCK, function () { leading = true; check(true); return hold(); });
+      return null;
     });
   }
 
@@ -157,8 +165,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     showToggle();
     setupPush();
-    // What waits when a page opens was not news: remember it, say nothing.
-    check(false);
+    lead();
     // Installable app: the worker caches nothing, registering it asks nothing.
     if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(function () {});
   });

@@ -55,6 +55,9 @@
     var button = form.querySelector('[data-shortcut="' + event.key + '"]');
     if (!button) return;
     event.preventDefault();
+    /* The audit log says a decision was made with the keyboard. */
+    var via = form.querySelector("input[name=via]");
+    if (via) via.value = "keyboard";
     button.click();
   });
   document.addEventListener("click", function (event) {

@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from dashboard.activity.models import Concern, Step
+from dashboard.core.visibility import EVERYONE, audience_of
 from dashboard.models import Agent
 from planmode.inbox import inbox_count, inbox_items, waiting
 from tests.activity.conftest import load_fixture, tool_event
@@ -62,10 +63,10 @@ def test_the_same_failing_call_three_times_is_one_loop_that_joins_the_one_count(
 
     (wait,) = waiting()
     assert wait.kind == "look"
-    count = inbox_count(None)
+    count = inbox_count(EVERYONE)
     assert (count.total, count.label) == (1, "1 waiting on you")
     assert count.parts == "1 agent needs a look"
-    (item,) = inbox_items(None)
+    (item,) = inbox_items(EVERYONE)
     assert (item.what, item.summary) == ("Looping", "“pytest -x” failed 3 times in a row")
 
 
@@ -131,9 +132,9 @@ def test_a_loop_is_seen_by_its_owner_and_reviewers_only(hook, user, other_user):
     for n in range(3):
         fail(hook, n)
 
-    assert [w.kind for w in waiting(user.pk)] == ["look"]
-    assert waiting(other_user.pk) == []
-    assert inbox_count(other_user.pk).total == 0
+    assert [w.kind for w in waiting(audience_of(user))] == ["look"]
+    assert waiting(audience_of(other_user)) == []
+    assert inbox_count(audience_of(other_user)).total == 0
 
 
 # --- no false alarms ------------------------------------------------------------------------

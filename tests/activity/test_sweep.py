@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.activity.models import Concern, Step
 from dashboard.board.concerns import concerns_sweep
+from dashboard.core.visibility import EVERYONE
 from dashboard.core.writer import write_sync
 from dashboard.models import Agent, Session
 from dashboard.settings import step_limits
@@ -65,7 +66,7 @@ def test_an_agent_quiet_for_long_with_a_task_in_progress_is_stuck_once(hook):
     assert concern.detail == (
         "no step while 'Store the theme in the settings context' is in progress"
     )
-    (item,) = inbox_items(None)
+    (item,) = inbox_items(EVERYONE)
     assert (item.kind, item.what) == ("look", "Stuck")
 
     # Its next step ends it at once; a later quiet spell is a new episode.

@@ -4,8 +4,9 @@ Starts the real server the way the README does (`manage.py serve`, embedded SQLi
 process) and measures, in one run, each figure next to its reference, so ratios mean something
 on a shared, noisy machine:
 
-- ingest: hooks (tool steps, TodoWrite, Task tools) and PUT todos against an async no-op view
-  of a stock Django project (`tests/bench/stock_django.py`) under the same daphne, 16
+- ingest: hooks (tool steps, TodoWrite, Task tools), PUT todos and OTLP exports (Claude Code's
+  cost and token counters, its request events) against an async no-op view of a stock Django
+  project (`tests/bench/stock_django.py`) under the same daphne, 16
   keep-alive clients each; Agentboard's own no-op view on its two stacks beside it;
 - latency of hooks at a steady 100 per second;
 - decisions: a reviewer's approve, from the POST leaving to the waiting agent's socket (and to a
@@ -16,8 +17,12 @@ on a shared, noisy machine:
   p99 next to the same load without them (measured once the held hooks have arrived and
   settled: this is the cost of waiting; how long they took to arrive is printed beside it),
   then every held hook answered by a reviewer;
+- the hook command: `agentboard hook` forwarding one event, a fresh process each time as Claude
+  Code runs it, its wall time beside `python -c pass` in the same run (`hook_command.py`);
 - with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one, and
-  the held hooks again, spread over two processes.
+  the held hooks again, spread over two processes;
+- history: the overview, a busy board, the inbox, a plan, five searches, a hook and a decision
+  on a year of a team's history next to a nearly empty database (`tests/bench/history_part.py`).
 
 It prints a table; it asserts nothing (timings belong here, not in tests). `--smoke` runs every
 part briefly with few sockets: CI uses it to prove the benchmark runs.
@@ -46,13 +51,16 @@ from pathlib import Path
 
 import websockets
 
+from tests.bench.history_part import history
+from tests.bench.hook_command import hook_command
 from tests.bench.load import Connection, Response, Run, closed_loop, http_request, open_loop
+from tests.costs.conftest import request_events, usage_metrics
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
 
 CLIENTS = 16
 # How long the held-hooks part lets the server settle after its hooks arrived.
 SETTLE_SECONDS = 1.0
-PARTS = ("ingest", "decisions", "held", "live", "memory", "plans", "scale")
+PARTS = ("ingest", "decisions", "held", "live", "memory", "plans", "hookcmd", "scale", "history")
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -214,6 +222,36 @@ def put_maker(token: str) -> Callable[[int], bytes]:
     return make
 
 
+def otlp_maker(token: str, signal: str) -> Callable[[int], bytes]:
+    """Claude Code's exports, protobuf: each client is a session; every metrics export is a
+    new delta window of its cost and four token counters, every logs export two requests."""
+    counters: dict[int, int] = {}
+
+    def make(client: int) -> bytes:
+        n = counters[client] = counters.get(client, 0) + 1
+        session_id = f"bench-otlp-{client}"
+        if signal == "metrics":
+            start = 1_795_690_876_000_000_000 + n * 1_000_000_000
+            message = usage_metrics(
+                session_id=session_id,
+                tokens={"input": 1200, "output": 80, "cacheRead": 5000, "cacheCreation": 300},
+                start=start,
+                end=start + 1_000_000_000,
+            )
+        else:
+            figures = {"input_tokens": 1200, "output_tokens": 80, "cost_usd_micros": 9000}
+            message = request_events(figures, figures, session_id=session_id, first=2 * n)
+        data = message.SerializeToString()
+        head = (
+            f"POST /v1/{signal} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/x-protobuf\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n"
+        )
+        return head.encode() + data
+
+    return make
+
+
 def noop_maker(client: int) -> bytes:
     return http_request("GET", "/healthz")
 
@@ -236,6 +274,8 @@ async def ingest(server: LiveServer, seconds: float, stock_port: int) -> None:
         "hook PostToolUse, TodoWrite (8 items)": hook_maker(server.token, "todowrite"),
         "hook PostToolUse, TaskCreate / TaskUpdate": hook_maker(server.token, "task"),
         "PUT /api/v1/.../todos (8 items)": put_maker(server.token),
+        "OTLP /v1/metrics, cost and 4 token counters": otlp_maker(server.token, "metrics"),
+        "OTLP /v1/logs, 2 api_request events": otlp_maker(server.token, "logs"),
     }
     # Warm up every path once (first connections, caches), then measure; the reference is
     # measured before and after and averaged.
@@ -914,8 +954,19 @@ async def main(arguments: argparse.Namespace) -> None:
             if "live" in parts:
                 browsers = 10 if arguments.smoke else 100
                 await live_updates(server, seconds, browsers=browsers, agents=20)
+            if "hookcmd" in parts:
+                hook_command(server, tmp, 20 if arguments.smoke else 200, row)
         if parts & {"scale", "held"}:
             await services(tmp, seconds, parts, 30 if arguments.smoke else 300, (rounds, idle))
+        if "history" in parts:
+            await history(
+                row,
+                tmp,
+                smoke=arguments.smoke,
+                seconds=seconds,
+                scale=arguments.history_scale,
+                years=arguments.history_year,
+            )
     print("\nDone.")
 
 
@@ -924,4 +975,16 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each timed run")
     parser.add_argument("--smoke", action="store_true", help="a quick run that proves it works")
     parser.add_argument("--part", action="append", choices=PARTS, help="run only these parts")
+    parser.add_argument(
+        "--history-scale",
+        type=float,
+        help="the history part's year, as a share of the full one (default: a tenth on SQLite, "
+        "all of it on PostgreSQL)",
+    )
+    parser.add_argument(
+        "--history-year",
+        action="append",
+        help="measure a year made before by `python -m tests.bench.history` instead of making "
+        "one: its data folder (SQLite) or its database URL (PostgreSQL); it is kept",
+    )
     asyncio.run(main(parser.parse_args()))

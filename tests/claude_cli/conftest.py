@@ -140,9 +140,10 @@ class Project:
         *args: str,
         env: dict[str, str] | None = None,
         allowed_tools: Sequence[str] = ("Bash",),
+        resume: bool = False,
     ) -> str:
         """`claude -p` (print mode) to the end; returns what it printed."""
-        started = self.start(prompt, *args, env=env, allowed_tools=allowed_tools)
+        started = self.start(prompt, *args, env=env, allowed_tools=allowed_tools, resume=resume)
         try:
             stdout, stderr = started.communicate(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -255,8 +256,10 @@ def connect(claude_code, model, tmp_path) -> Iterator[Callable[..., Project]]:
         directory.mkdir()
         home.mkdir()
         _agentboard_command(bin_dir)
+        # `claude` on PATH, as where people install it: install-hooks asks it its version.
+        path = [str(bin_dir), str(claude_code.path.parent), os.environ.get("PATH", "")]
         env = {
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": os.pathsep.join(path),
             "HOME": str(home),
             "TERM": "xterm-256color",
             "LANG": "C.UTF-8",
@@ -435,16 +438,29 @@ class Looks:
     inbox: str  # the inbox, the items that ask for a look
 
 
+def add_reviewer(board: LiveServer, username: str, password: str) -> None:
+    """Another reviewer on the board's server (an admin, as its first one is)."""
+    script = (
+        "from django.contrib.auth.models import User; "
+        f"User.objects.create_superuser({username!r}, password={password!r})"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT, env=board.env, check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+
+
 class Lead:
     """The team lead, logged in to the board in a browser-like session (cookies, CSRF)."""
 
-    def __init__(self, board: LiveServer) -> None:
+    def __init__(self, board: LiveServer, username: str = "", password: str = "") -> None:
         self.board = board
         self.cookies = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
         self.get("/accounts/login/")
         status, _ = self.post(
-            "/accounts/login/", {"username": board.username, "password": board.password}
+            "/accounts/login/",
+            {"username": username or board.username, "password": password or board.password},
         )
         assert status == 200, f"The lead could not log in (HTTP {status})."
 

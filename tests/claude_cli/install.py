@@ -8,11 +8,13 @@ from pathlib import Path
 
 from tests.npm_cli import NpmCli
 
-__all__ = ["VERSIONS", "install"]
+__all__ = ["NEWEST", "OLDEST", "VERSIONS", "install"]
 
 # The oldest and the newest Claude Code Agentboard is tested against. The newest must be pinned
 # explicitly: its package metadata asks for Node 22, so npm on Node 20 would pick an older one.
-VERSIONS = ("2.1.197", "2.1.330")
+OLDEST = "2.1.197"
+NEWEST = "2.1.332"
+VERSIONS = (OLDEST, NEWEST)
 CLI = NpmCli(
     name="Claude Code",
     package="@anthropic-ai/claude-code",

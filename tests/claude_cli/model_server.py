@@ -180,11 +180,24 @@ COMPACTION_SUMMARY = (
 )
 
 
+@dataclass(frozen=True)
+class Usage:
+    """The `usage` of the API's answer to one model request."""
+
+    input_tokens: int = 100
+    output_tokens: int = 10
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
 @dataclass
 class ModelServer:
     host: str = "127.0.0.1"
     script: list[Turn] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    # What every model request is answered with, and each usage handed out so far.
+    usage: Usage = field(default_factory=Usage)
+    handed_out: list[Usage] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -286,6 +299,17 @@ class ModelServer:
                     raise AssertionError(f"The model server never saw {what} in {timeout} s.")
                 self._lock.wait(min(remaining, 0.5))
 
+    def handed_out_total(self) -> Usage:
+        """The usage of every model request answered so far, added up."""
+        with self._lock:
+            given = list(self.handed_out)
+        return Usage(
+            input_tokens=sum(u.input_tokens for u in given),
+            output_tokens=sum(u.output_tokens for u in given),
+            cache_read_input_tokens=sum(u.cache_read_input_tokens for u in given),
+            cache_creation_input_tokens=sum(u.cache_creation_input_tokens for u in given),
+        )
+
     def log(self) -> str:
         """Every request in one line each, for assertion messages."""
         lines = []
@@ -348,10 +372,12 @@ class _Handler(BaseHTTPRequestHandler):
         request.answered_with = turn
         if turn.gate is not None:
             turn.gate.wait(HOLD_LIMIT)
+        with self.model._lock:
+            self.model.handed_out.append(self.model.usage)
         if body.get("stream"):
-            self._stream(body, turn)
+            self._stream(body, turn, self.model.usage)
         else:
-            self._json(200, _message(body, turn, streamed=False))
+            self._json(200, _message(body, turn, self.model.usage, streamed=False))
 
     def _record(self, body: dict[str, Any]) -> Request:
         request = Request(
@@ -373,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def _stream(self, body: dict[str, Any], turn: Turn) -> None:
+    def _stream(self, body: dict[str, Any], turn: Turn, usage: Usage) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -381,21 +407,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", _new_id("req"))
         self.end_headers()
         self.close_connection = True
-        for event, data in _events(body, turn):
+        for event, data in _events(body, turn, usage):
             self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
 
 
-def _usage(output_tokens: int) -> dict[str, int]:
+def _usage(usage: Usage, *, streamed: bool) -> dict[str, int]:
+    """As the API says it: a stream's first event counts one output token so far, its
+    `message_delta` the whole output."""
     return {
-        "input_tokens": 100,
-        "output_tokens": output_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": 1 if streamed else usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
     }
 
 
-def _message(body: dict[str, Any], turn: Turn, *, streamed: bool) -> dict[str, Any]:
+def _message(body: dict[str, Any], turn: Turn, usage: Usage, *, streamed: bool) -> dict[str, Any]:
     return {
         "id": _new_id("msg"),
         "type": "message",
@@ -404,12 +432,13 @@ def _message(body: dict[str, Any], turn: Turn, *, streamed: bool) -> dict[str, A
         "content": [] if streamed else turn.blocks,
         "stop_reason": None if streamed else turn.stop_reason,
         "stop_sequence": None,
-        "usage": _usage(1 if streamed else 10),
+        "usage": _usage(usage, streamed=streamed),
     }
 
 
-def _events(body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, Any]]]:
-    yield "message_start", {"type": "message_start", "message": _message(body, turn, streamed=True)}
+def _events(body: dict[str, Any], turn: Turn, usage: Usage) -> Iterator[tuple[str, dict[str, Any]]]:
+    message = _message(body, turn, usage, streamed=True)
+    yield "message_start", {"type": "message_start", "message": message}
     for index, block in enumerate(turn.blocks):
         if block["type"] == "text":
             yield (
@@ -460,7 +489,7 @@ def _events(body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, A
         {
             "type": "message_delta",
             "delta": {"stop_reason": turn.stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": 10},
+            "usage": {"output_tokens": usage.output_tokens},
         },
     )
     yield "message_stop", {"type": "message_stop"}

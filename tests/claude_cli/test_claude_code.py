@@ -18,7 +18,7 @@ import pytest
 
 from dashboard.client.cli import main
 from tests.capturing_server import CapturingServer
-from tests.claude_cli.conftest import Lead, board_get, wait_until
+from tests.claude_cli.conftest import Lead, add_reviewer, board_get, wait_until
 from tests.claude_cli.model_server import Request, Turn, say, started_with, tool
 from tests.client.conftest import make_repository
 from tests.conftest import parse_html
@@ -336,10 +336,14 @@ def test_a_session_shows_on_the_board_as_soon_as_claude_code_starts(server_facto
     assert not model.loop_requests, "The model was asked something before any prompt."
 
 
-def test_every_hook_names_the_repository_without_credentials_and_the_machine(connect, model):
+def test_every_hook_names_the_repository_without_credentials_and_the_machine(
+    connect, model, monkeypatch
+):
     """HTTP hooks carry what install-hooks wrote; SessionStart's command reads them itself."""
     with CapturingServer() as board:
         project = connect(board)
+        # install-hooks also writes the user's settings: the project's home, not this machine's.
+        monkeypatch.setenv("HOME", str(project.home))
         make_repository(project.directory, "https://oauth2:glpat-s3cret@gitlab.example/acme/shop")
         # Installed again now the project is a repository: its HTTP hooks name its origin.
         main(["install-hooks", "--url", board.url, "--project", str(project.directory)])
@@ -408,6 +412,48 @@ def test_an_approved_plan_reaches_the_model_with_the_reviewers_notes(
         lambda: session(board, project.session_id)["permission_mode"] == "default",
         "the session to leave plan mode",
     )
+
+
+def test_a_plan_of_a_project_that_asks_two_reviewers_waits_for_the_second(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    lead = Lead(board)
+    add_reviewer(board, "mia", "a-long-password-for-mia")
+    mia = Lead(board, "mia", "a-long-password-for-mia")
+    exit_plan_mode = present_plan(model, PLAN)
+    model.add(say("Starting on the plan."))
+
+    project.terminal("Plan the config loader rename.", "--permission-mode", "plan")
+    plan_id = waiting_plan(lead)
+    ((project_pk,),) = board.query(
+        "SELECT project_record_id FROM dashboard_session WHERE session_id = %s",
+        (project.session_id,),
+    )
+    assert lead.post(f"/projects/{project_pk}/approvals/", {"approvals": "2"})[0] == 200
+
+    assert lead.decide(plan_id, "approve", "Keep the old name as an alias.") == 200
+    wait_until(
+        lambda: "1 of 2 approvals" in mia.get(f"/plans/{plan_id}/"), "the first approval shown"
+    )
+    assert plan_status(board, plan_id) == "pending"
+    assert not model.received("Keep the old name as an alias."), "The first approval was sent."
+    assert lead.decide(plan_id, "approve") == 409  # the same reviewer twice
+
+    assert mia.decide(plan_id, "approve", "And note it in the changelog.") == 200
+    result = project.result_of(exit_plan_mode)
+    assert not result.is_error, project.report()
+    assert "approved" in result.text.lower()
+    model.wait_for(
+        lambda m: (
+            m.received("lead: Keep the old name as an alias.")
+            and m.received("mia: And note it in the changelog.")
+        ),
+        30,
+        "both reviewers' notes",
+    )
+    assert plan_status(board, plan_id) == "approved"
 
 
 def test_a_rejected_plan_reaches_the_model_with_the_feedback(server_factory, connect, model):

@@ -6,7 +6,7 @@ Claude Code does not run without asking in `default` mode (unlike `echo`, which 
 read-only and never asks about). Nothing is allowed beforehand.
 
 Each test runs where the CLI sends PermissionRequest hooks: in print mode (`claude -p`, nobody
-at a terminal: the case the inbox exists for) on 2.1.330, and in the interactive CLI (tmux) on
+at a terminal: the case the inbox exists for) on the newest, and in the interactive CLI (tmux) on
 both versions. 2.1.197 in print mode never asks the hook (see its own test below).
 """
 
@@ -22,6 +22,7 @@ import pytest
 from planmode.models import PermissionRequest, RequestStatus
 from planmode.permissions import model_message, stopped_message
 from tests.claude_cli.conftest import RUN_TIMEOUT, Lead, Project, poll, wait_until
+from tests.claude_cli.install import NEWEST
 from tests.claude_cli.model_server import ToolResult, Turn, say, tool
 
 pytestmark = pytest.mark.claude_cli
@@ -38,12 +39,12 @@ RECORDED = ("PermissionRequest", "PostToolUse")
 
 PRINT_AND_TERMINAL = [
     pytest.param("2.1.197", "terminal", id="claude-2.1.197-terminal"),
-    pytest.param("2.1.330", "print", id="claude-2.1.330-print"),
-    pytest.param("2.1.330", "terminal", id="claude-2.1.330-terminal"),
+    pytest.param(NEWEST, "print", id=f"claude-{NEWEST}-print"),
+    pytest.param(NEWEST, "terminal", id=f"claude-{NEWEST}-terminal"),
 ]
 TERMINAL = [
     pytest.param("2.1.197", id="claude-2.1.197-terminal"),
-    pytest.param("2.1.330", id="claude-2.1.330-terminal"),
+    pytest.param(NEWEST, id=f"claude-{NEWEST}-terminal"),
 ]
 
 
@@ -330,7 +331,7 @@ SHORT_WAIT = {"AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS": "2"}
 @pytest.mark.parametrize("board_env", [SHORT_WAIT], ids=["wait-2s"])
 @pytest.mark.parametrize(
     ("claude_code", "mode"),
-    [pytest.param("2.1.330", "print", id="claude-2.1.330-print")],
+    [pytest.param(NEWEST, "print", id=f"claude-{NEWEST}-print")],
     indirect=["claude_code"],
 )
 def test_nobody_deciding_in_time_print_mode_refuses_and_the_request_expires(agent, mode):

@@ -21,6 +21,14 @@ from tests.liveserver import ROOT, LiveServer
 WAIT = 30  # seconds: a bound for things that normally take well under one
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory, monkeypatch) -> Path:
+    """A home of its own: the installers write the user's settings (~/.claude/settings.json)."""
+    folder = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
+
+
 class HookProcess:
     """`agentboard hook` running as Claude Code runs it: payload on stdin, answer on stdout."""
 
@@ -84,6 +92,15 @@ class HookProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(5)
+
+
+@pytest.fixture(autouse=True)
+def no_claude_on_path(monkeypatch) -> None:
+    """What install-hooks writes depends on the Claude Code on PATH (`claude --version`): here
+    there is none, unless a test puts one there or says which with --claude-version."""
+    folders = os.environ.get("PATH", "").split(os.pathsep)
+    kept = [folder for folder in folders if not (Path(folder) / "claude").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(kept))
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ def test_no_branch_outside_a_repository_or_on_a_detached_head(tmp_path):
     assert git_branch(str(tmp_path)) is None
 
 
-def test_only_session_start_and_prompts_carry_the_branch(tmp_path):
+def test_only_session_start_prompts_and_a_new_folder_carry_the_branch(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     start = {"hook_event_name": "SessionStart", "cwd": str(tmp_path), "session_id": "s"}
@@ -39,6 +39,20 @@ def test_only_session_start_and_prompts_carry_the_branch(tmp_path):
 
     assert with_git_branch(start)["git_branch"] == "main"
     assert "git_branch" not in with_git_branch(tool)
+
+
+def test_a_move_into_a_worktree_carries_its_branch(tmp_path):
+    shop = make_repository(tmp_path / "shop")
+    add_worktree(shop, tmp_path / "dark-mode")
+    moved = {
+        "hook_event_name": "CwdChanged",
+        "cwd": str(tmp_path / "dark-mode"),
+        "old_cwd": str(shop),
+        "new_cwd": str(tmp_path / "dark-mode"),
+        "session_id": "s",
+    }
+
+    assert with_git_branch(moved)["git_branch"] == "dark-mode"
 
 
 def test_a_worktree_made_by_git_reads_its_own_branch(tmp_path):

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
 from dashboard.client.cli import main
+from dashboard.client.install import is_ours
+from tests.claude_cli.install import CLI
 from tests.client.conftest import make_repository
 
 URL = "http://board.example:8000"
@@ -85,12 +88,17 @@ def test_it_adds_http_hooks_with_the_token_from_the_environment(project, capsys)
         "TaskCompleted",
         "PreToolUse",
         "PostToolUseFailure",
-        "PermissionDenied",
+        "CwdChanged",
+        "TeammateIdle",
         "StopFailure",
     ):
         [handler] = [h for h in handlers(settings, event) if h["type"] == "http"]
         assert handler["url"].endswith("/hooks/claude-code")
         assert handler["timeout"] < 600
+    # A refusal by auto mode may wait in the inbox as long as a permission request.
+    [refusal] = handlers(settings, "PermissionDenied")
+    [request] = handlers(settings, "PermissionRequest")
+    assert refusal["timeout"] == request["timeout"]
     assert "Added Agentboard's hooks" in capsys.readouterr().out
 
 
@@ -297,3 +305,131 @@ def test_no_origin_installs_hooks_that_report_neither(project):
     assert not handlers(settings, "SessionStart")[0]["command"].endswith(" --no-origin")
     main(["install-hooks", "--remove", "--project", str(project)])
     assert read(project) == EXISTING
+
+
+# --- hooks Claude Code runs in the background ---------------------------------------------------
+
+EVERY_EVENT = [
+    "SessionStart",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+    "UserPromptSubmit",
+    "Stop",
+    "PreCompact",
+    "Notification",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionDenied",
+    "CwdChanged",
+    "TeammateIdle",
+    "StopFailure",
+    "TaskCreated",
+    "TaskCompleted",
+    "PermissionRequest",
+]
+
+
+def in_the_background(settings: dict) -> dict[str, list[str | None]]:
+    """Per event, the matchers of our groups that run in the background (None: every one)."""
+    found: dict[str, list[str | None]] = {}
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                if handler.get("async"):
+                    assert handler["type"] == "command", "Claude Code runs only commands so"
+                    found.setdefault(event, []).append(group.get("matcher"))
+    return found
+
+
+BACKGROUND = {"SessionStart": ["startup|resume|clear"]}
+# As command hooks, every supported version runs these in the background.
+SHOWN_ONLY = {"CwdChanged": [None], "TeammateIdle": [None]}
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "expected"),
+    [
+        ("2.1.197", [], BACKGROUND),
+        ("2.1.197", ["--command"], BACKGROUND | SHOWN_ONLY),
+        # 2.1.330 also lets a SessionEnd hook finish after it exited; HTTP hooks are waited on.
+        ("2.1.330", [], BACKGROUND),
+        ("2.1.330", ["--command"], BACKGROUND | SHOWN_ONLY | {"SessionEnd": [None]}),
+        ("2.1.332", ["--command"], BACKGROUND | SHOWN_ONLY | {"SessionEnd": [None]}),
+        # Versions before the ones tried keep every hook waited on.
+        ("2.1.196", ["--command"], {}),
+    ],
+)
+def test_hooks_whose_answer_is_not_needed_run_in_the_background(project, version, mode, expected):
+    main(
+        [
+            "install-hooks",
+            "--url",
+            URL,
+            "--project",
+            str(project),
+            "--claude-version",
+            version,
+            *mode,
+        ]
+    )
+
+    settings = read(project)
+    assert in_the_background(settings) == expected
+    # Every event still reaches the board, once.
+    for event in EVERY_EVENT:
+        ours = [handler for handler in handlers(settings, event) if is_ours(handler)]
+        assert len(ours) == (2 if event == "SessionStart" and expected else 1), event
+
+
+def test_after_compaction_session_start_is_still_waited_on(project):
+    """Its answer hands the todo list back to the model."""
+    main(["install-hooks", "--url", URL, "--project", str(project), "--claude-version", "2.1.330"])
+
+    groups = read(project)["hooks"]["SessionStart"]
+    assert [(group["matcher"], group["hooks"][0].get("async", False)) for group in groups] == [
+        ("startup|resume|clear", True),
+        ("compact", False),
+    ]
+
+
+def test_without_a_claude_code_to_ask_every_hook_is_waited_on(project, capsys):
+    main(["install-hooks", "--url", URL, "--project", str(project), "--command"])
+
+    assert in_the_background(read(project)) == {}
+    assert handlers(read(project), "SessionStart")[0]["command"].startswith("agentboard hook")
+    assert "Could not tell which Claude Code runs here" in capsys.readouterr().out
+
+
+def test_the_claude_code_on_path_says_its_version(project, capsys, monkeypatch):
+    claude = CLI.path_or_skip("2.1.330")
+    monkeypatch.setenv("PATH", f"{claude.parent}{os.pathsep}{os.environ['PATH']}")
+
+    main(["install-hooks", "--url", URL, "--project", str(project), "--command"])
+
+    assert in_the_background(read(project)) == BACKGROUND | SHOWN_ONLY | {"SessionEnd": [None]}
+    said = capsys.readouterr().out
+    assert (
+        "Claude Code 2.1.330 runs the SessionStart, SessionEnd, CwdChanged and TeammateIdle hooks "
+        "in the background" in said
+    )
+
+
+def test_reinstalling_for_another_version_replaces_our_groups(project):
+    main(["install-hooks", "--url", URL, "--project", str(project), "--claude-version", "2.1.330"])
+
+    main(["install-hooks", "--url", URL, "--project", str(project), "--claude-version", "2.1.100"])
+
+    assert in_the_background(read(project)) == {}
+    assert len(read(project)["hooks"]["SessionStart"]) == 1
+
+
+def test_a_version_that_is_not_one_is_refused(project, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["install-hooks", "--url", URL, "--project", str(project), "--claude-version", "latest"]
+        )
+
+    assert exited.value.code == 2
+    assert "--claude-version takes a version such as 2.1.330" in capsys.readouterr().err

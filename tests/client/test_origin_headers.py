@@ -1,6 +1,6 @@
-"""`agentboard hook` and `agentboard codex-hook`, run as the agents run them, tell the server the
-session's repository (without credentials) and this machine's name on every request: seen by a
-small server here that records what arrives."""
+"""`agentboard hook`, `codex-hook` and `gemini-hook`, run as the agents run them, tell the server
+the session's repository (without credentials) and this machine's name on every request: seen by
+a small server here that records what arrives."""
 
 from __future__ import annotations
 
@@ -69,6 +69,8 @@ def shop(tmp_path: Path) -> Path:
         ("hook", "claude-code", "permission_request_bash.json", "/hooks/claude-code"),
         ("codex-hook", "codex", "post_tool_use_bash.json", "/hooks/codex"),
         ("codex-hook", "codex", "stop.json", "/hooks/codex"),
+        ("gemini-hook", "gemini", "after_tool_shell.json", "/hooks/gemini"),
+        ("gemini-hook", "gemini", "after_agent.json", "/hooks/gemini"),  # held
     ],
 )
 def test_every_hook_request_names_the_repository_and_the_machine(
@@ -109,10 +111,14 @@ def test_outside_a_repository_only_the_machine_is_named(board, tmp_path):
     [((), {"AGENTBOARD_REPORT_ORIGIN": "0"}), (("--no-origin",), {})],
 )
 def test_the_user_can_keep_both_to_themselves(board, shop, args, env):
-    for command, kind in (("hook", "claude-code"), ("codex-hook", "codex")):
-        run(command, payload(kind, "stop.json", shop), board, *args, env=env)
+    for command, kind, name in (
+        ("hook", "claude-code", "stop.json"),
+        ("codex-hook", "codex", "stop.json"),
+        ("gemini-hook", "gemini", "after_agent.json"),
+    ):
+        run(command, payload(kind, name, shop), board, *args, env=env)
 
-    assert len(board.requests) == 2
+    assert len(board.requests) == 3
     for seen in board.requests:
         assert "X-Agentboard-Repository" not in seen.headers
         assert "X-Agentboard-Host" not in seen.headers

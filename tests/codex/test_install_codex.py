@@ -128,11 +128,13 @@ def test_a_users_own_update_plan_setting_is_left_alone(home):
 
     main(["install-codex", "--url", URL])
 
-    assert (home / "config.toml").read_text() == own
+    assert tomllib.loads((home / "config.toml").read_text())["tools"] == {
+        "update_plan": {"enabled": False}
+    }
 
 
-def test_no_plan_tool_leaves_config_toml_alone(home):
-    main(["install-codex", "--url", URL, "--no-plan-tool"])
+def test_no_plan_tool_and_no_telemetry_leave_config_toml_alone(home):
+    main(["install-codex", "--url", URL, "--no-plan-tool", "--no-telemetry"])
 
     assert not (home / "config.toml").exists()
 
@@ -190,3 +192,42 @@ def test_the_hook_never_breaks_codex_when_the_board_is_unreachable():
     assert (result.returncode, result.stdout) == (0, "")
     assert "unreachable" in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_it_adds_an_otel_exporter_to_the_boards_logs_and_says_how_to_pass_the_token(home, capsys):
+    assert main(["install-codex", "--url", URL]) == 0
+
+    otel = tomllib.loads((home / "config.toml").read_text())["otel"]
+    assert otel["log_user_prompt"] is False
+    assert otel["exporter"] == {
+        "otlp-http": {
+            "endpoint": "http://127.0.0.1:8000/v1/logs",
+            "protocol": "binary",
+        }
+    }
+    # Codex sends config.toml's header values as written: the token is not written there.
+    said = capsys.readouterr().out
+    assert 'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer $AGENTBOARD_TOKEN"' in said
+
+
+def test_remove_and_no_telemetry_take_the_otel_table_out_and_keep_the_rest(home):
+    home.mkdir()
+    (home / "config.toml").write_text('model = "gpt-5.5"\n')
+    main(["install-codex", "--url", URL])
+
+    main(["install-codex", "--url", URL, "--no-telemetry"])
+    assert "otel" not in tomllib.loads((home / "config.toml").read_text())
+    main(["install-codex", "--url", "http://board.example:9000"])
+    main(["install-codex", "--remove"])
+
+    assert (home / "config.toml").read_text() == 'model = "gpt-5.5"\n'
+
+
+def test_a_users_own_otel_exporter_is_left_alone(home):
+    home.mkdir()
+    own = '[otel]\nexporter = "none"\n'
+    (home / "config.toml").write_text(own)
+
+    main(["install-codex", "--url", URL, "--no-plan-tool"])
+
+    assert (home / "config.toml").read_text() == own

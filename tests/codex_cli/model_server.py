@@ -195,6 +195,10 @@ class ModelServer:
     requests: list[Request] = field(default_factory=list)
     # A subagent's own turns, by the task it was given (its requests start with it).
     subagent_turns: dict[str, list[Turn]] = field(default_factory=dict)
+    # The `usage` of every response (input tokens, the cached part of them, output tokens).
+    input_tokens: int = 10
+    cached_tokens: int = 0
+    output_tokens: int = 5
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -304,7 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
         turn = self.server_model.answer(Request(self.path, body))
         if turn.gate is not None:
             turn.gate.wait(HOLD_LIMIT)
-        self._stream(body, turn)
+        self._stream(body, turn, self.server_model)
 
     def _json(self, status: int, data: Any) -> None:
         payload = json.dumps(data).encode()
@@ -314,10 +318,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def _stream(self, body: dict[str, Any], turn: Turn) -> None:
+    def _stream(self, body: dict[str, Any], turn: Turn, model: ModelServer) -> None:
         chunks = b"".join(
             f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
-            for name, data in _events(body, turn)
+            for name, data in _events(body, turn, model)
         )
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -326,7 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(chunks)
 
 
-def _events(body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, Any]]]:
+def _events(
+    body: dict[str, Any], turn: Turn, model: ModelServer
+) -> Iterator[tuple[str, dict[str, Any]]]:
     response_id = _new_id("resp")
     response = {
         "id": response_id,
@@ -359,11 +365,11 @@ def _events(body: dict[str, Any], turn: Turn) -> Iterator[tuple[str, dict[str, A
         "status": "completed",
         "output": turn.items,
         "usage": {
-            "input_tokens": 10,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 5,
+            "input_tokens": model.input_tokens,
+            "input_tokens_details": {"cached_tokens": model.cached_tokens},
+            "output_tokens": model.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 15,
+            "total_tokens": model.input_tokens + model.output_tokens,
         },
     }
     yield "response.completed", {"type": "response.completed", "response": done}

@@ -15,10 +15,12 @@ from datetime import datetime
 
 import pytest
 
+from dashboard.costs.selectors import SessionUsage
 from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.client.conftest import make_repository
 from tests.codex_cli.model_server import plan, say, shell, spawn_agent, wait_agent
+from tests.conftest import parse_html
 from todos.enforcer import continuation_prompt, reminder_text
 
 pytestmark = pytest.mark.codex_cli
@@ -331,3 +333,35 @@ def test_codex_asks_to_trust_the_new_hooks_once_and_then_runs_them(server_factor
     assert result.returncode == 0, project.report(result)
     second = re.search(r"session id: (\S+)", result.stderr).group(1)
     assert shown(board, second) == [("Run the tests", "in_progress")], project.report(result)
+
+
+def test_the_board_shows_the_tokens_of_every_response_the_model_gave(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    # Codex reads its exporter's token from this variable only, as install-codex says.
+    project.env["OTEL_EXPORTER_OTLP_HEADERS"] = f"Authorization=Bearer {board.token}"
+    model.input_tokens, model.cached_tokens, model.output_tokens = 1500, 500, 70
+    model.add(shell("true"), say("Done."))
+
+    result = project.run("Run true")
+    assert result.returncode == 0, project.report(result)
+
+    session_id = project.session_id()
+    responses = len(model.requests)
+    expected = f"Input {1000 * responses}, output {70 * responses}, cache read {500 * responses},"
+    lead = Lead(board)
+
+    def header_usage() -> tuple[str, str] | None:
+        usage = parse_html(lead.get(f"/sessions/{session_id}/")).find(cls="usage")
+        figures = (usage.attrs.get("title") or "") if usage is not None else ""
+        return (figures, usage.text()) if figures.startswith(expected) else None
+
+    try:
+        _, text = wait_until(header_usage, f"the tokens of {responses} responses on the board")
+    except AssertionError as error:
+        rows = board.query("SELECT stream, model, input_tokens, output_tokens FROM costs_usage")
+        raise AssertionError(f"{error} Stored: {rows}\n{project.report(result)}") from None
+    total = SessionUsage(input_tokens=(1000 + 70 + 500) * responses)
+    assert text == f"{total.tokens_text} tokens · no cost reported"

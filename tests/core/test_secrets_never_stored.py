@@ -221,6 +221,17 @@ async def test_no_secret_is_stored_shown_broadcast_or_sent(
         {"type": "todo.updated", "properties": {"sessionID": "ses_secret", "todos": items}},
     )
 
+    # Gemini CLI: a prompt, a write_todos call and a shell command.
+    gemini = {"session_id": "gemini-secret", "cwd": "/w"}
+    await agent.post("/hooks/gemini", {**gemini, "hook_event_name": "BeforeAgent", "prompt": LINE})
+    listed = {"todos": [{"description": t, "status": "pending"} for t in TEXTS]}
+    for event in ("BeforeTool", "AfterTool"):
+        call = {"hook_event_name": event, "tool_name": "write_todos", "tool_input": listed}
+        await agent.post("/hooks/gemini", {**gemini, **call})
+        shell = {"command": LINE, "description": TEXTS[6]}
+        call = {"hook_event_name": event, "tool_name": "run_shell_command", "tool_input": shell}
+        await agent.post("/hooks/gemini", {**gemini, **call})
+
     # The transcript importer.
     await sync_to_async(import_transcript)(tmp_path / "claude", user)
 

@@ -84,9 +84,16 @@ def test_a_flush_costs_the_same_queries_for_one_card_or_five_with_their_history(
 
     one, groups = flush_cost(1)
     five, _ = flush_cost(5)
-    # (Two of them read the latest step of the cards' agents and of the row's session.)
-    assert one == five <= 15
-    assert len(groups) == 2  # the session's board and the overview
+    # (Two of them read the latest step of the cards' agents and of the row's session, one
+    # whose overviews show the row (`live.routes_of`), one what the session cost and one what
+    # each card's agent cost.)
+    assert one == five <= 17
+    # The session's board, and its row on the admins' overview and on everyone else's (no team
+    # owns it), rendered once for both.
+    from dashboard.models import Session
+
+    session_pk = Session.objects.get(session_id=SESSION).pk
+    assert groups == {f"board.session.{session_pk}", "board.overview", "board.overview.open"}
 
 
 @pytest.fixture
@@ -268,7 +275,7 @@ async def busy_writer() -> tuple[asyncio.Future, threading.Event]:
 
 
 async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_order():
-    from dashboard.core.writer import BEHIND_PER_BATCH, write, write_behind, writer
+    from dashboard.core.writer import write, write_behind, writer
 
     done: list[str] = []
 
@@ -286,8 +293,8 @@ async def test_writes_that_can_wait_go_behind_the_others_and_all_are_written_in_
 
     assert await asyncio.wait_for(urgent, 5) == "todo write"
     await asyncio.wait_for(asyncio.gather(first, *held), 5)
-    # The TodoWrite went in the first batch, with only a few of the plans before it.
-    assert done.index("todo write") <= BEHIND_PER_BATCH
+    # The TodoWrite went first in the first batch, before any of the plans.
+    assert done.index("todo write") == 0
     assert [name for name in done if name != "todo write"] == [f"plan {n}" for n in range(10)]
     writer.drain()
 
@@ -360,3 +367,85 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
         for revision in TodoRevision.objects.filter(number=2).select_related("agent")
     }
     assert latest == {"agent-a": "Second of agent-a", "agent-b": "Second of agent-b"}
+
+
+async def test_another_write_waits_for_at_most_one_write_that_can_wait(monkeypatch):
+    """However slow each held hook's write is, the others never share a batch with them, and
+    a write that arrives while they are written waits for the one being written only: their
+    batch ends as soon as another write is queued."""
+    import time
+
+    from dashboard.core import writer as writing
+    from dashboard.core.writer import write, write_behind, writer
+
+    # A slice long enough for all six plans: only the TodoWrite's arrival ends it.
+    monkeypatch.setattr(writing, "BEHIND_SLICE", 5.0)
+    batches: list[list[str]] = [[]]
+    plan_started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_plan(name: str) -> None:
+        if name == "plan 1":
+            loop.call_soon_threadsafe(plan_started.set)
+        time.sleep(0.05)
+        batches[-1].append(name)
+
+    def quick_todo(name: str) -> None:
+        batches[-1].append(name)
+
+    def batch_ended(_written: object) -> None:
+        batches.append([])
+
+    writer.within_batch.append(batch_ended)
+    try:
+        first, release = await busy_writer()
+        held = [asyncio.ensure_future(write_behind(slow_plan, name=f"plan {n}")) for n in range(6)]
+        await asyncio.sleep(0.02)
+        todos = [asyncio.ensure_future(write(quick_todo, name=f"todo {n}")) for n in range(3)]
+        await asyncio.sleep(0.02)
+        release.set()
+        await asyncio.wait_for(asyncio.gather(*todos), 10)
+        # The TodoWrites went first, in a batch of their own; then the plans.
+        await asyncio.wait_for(plan_started.wait(), 10)
+        late = asyncio.ensure_future(write(quick_todo, name="late todo"))
+        await asyncio.wait_for(asyncio.gather(first, *held, late), 10)
+    finally:
+        writer.within_batch.remove(batch_ended)
+    writer.drain()
+    written = [batch for batch in batches if batch]
+    assert written[0] == ["todo 0", "todo 1", "todo 2"]
+    # The late TodoWrite came while plan 1 was written: that batch ended with plan 1, and the
+    # late one went alone, before the other plans.
+    assert written[1] == ["plan 0", "plan 1"]
+    assert written[2] == ["late todo"]
+    assert [name for batch in written[3:] for name in batch] == [f"plan {n}" for n in range(2, 6)]
+
+
+async def test_writes_that_can_wait_go_on_while_other_writes_keep_coming(monkeypatch):
+    """Under a stream of other writes that never lets the queue empty, the oldest write that
+    can wait still goes once it has waited BEHIND_MAX_WAIT: held hooks are never starved."""
+    import time
+
+    from dashboard.core import writer as writing
+    from dashboard.core.writer import write_behind, writer
+
+    monkeypatch.setattr(writing, "BEHIND_MAX_WAIT", 0.05)
+    stop = threading.Event()
+
+    def stream() -> None:
+        # Each write takes a millisecond, and more are queued faster than that.
+        while not stop.is_set():
+            for _ in range(5):
+                writer.submit(lambda: time.sleep(0.001), {}, None)
+            time.sleep(0.001)
+
+    pump = threading.Thread(target=stream)
+    pump.start()
+    try:
+        await asyncio.sleep(0.05)
+        held = [write_behind(lambda n=n: n) for n in range(3)]
+        assert await asyncio.wait_for(asyncio.gather(*held), 5) == [0, 1, 2]
+    finally:
+        stop.set()
+        pump.join()
+        await asyncio.to_thread(writer.drain, 30)

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.costs.conftest import usage_metrics
 from tests.liveserver import LiveServer
 
 PROJECTS = ["shop", "api", "docs", "admin-ui", "billing"]
@@ -201,7 +202,8 @@ def seed_revision(page, server: LiveServer, seeded: Seeded) -> None:
         replacement="limit it to 200",
         comment="Exports page through everything.",
     )
-    decide(page, server, first, "reject", "Use cursor paging; keep the rest.")
+    status = decide(page, server, first, "reject", "Use cursor paging; keep the rest.")
+    assert status == 302, f"The seeded rejection was refused (HTTP {status})."
     session_id = seeded.session_ids[-3]
     seeded.revised_plan = submit_plan(server, session_id, PLAN_REV_2)
     seeded.waiting_plans.append(seeded.revised_plan)
@@ -383,3 +385,26 @@ def hook_from(
     )  # fmt: skip
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.load(response)
+
+
+def seed_usage(server: LiveServer, session_ids: list[str]) -> None:
+    """What the sessions cost so far, exported as Claude Code exports it (OTLP protobuf):
+    from under a cent to a few dollars, so every row shows a cost of its own."""
+    for number, session_id in enumerate(session_ids):
+        scale = 10**number
+        message = usage_metrics(
+            session_id=session_id,
+            tokens={"input": 40 * scale, "output": 3 * scale, "cacheRead": 90 * scale},
+            cost=0.0004 * scale,
+        )
+        request = urllib.request.Request(
+            f"{server.url}/v1/metrics",
+            data=message.SerializeToString(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {server.token}",
+                "Content-Type": "application/x-protobuf",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()

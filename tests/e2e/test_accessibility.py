@@ -77,13 +77,24 @@ def board(agentboard_server, chromium):
     """A seeded board with a plan waiting, a rejected revision with comments and its revised
     successor waiting too."""
     seeded = seed.seed(agentboard_server, sessions=12)
-    seed.seed_plans(agentboard_server, seeded)
+    # Steps first: an agent's steps after its plan was submitted would answer the plan in the
+    # terminal, and the plan pages would not be the ones meant.
     seed.seed_steps(agentboard_server, seeded.session_ids[-3], running=False)
+    seed.seed_plans(agentboard_server, seeded)
+    seed.seed_usage(agentboard_server, seeded.session_ids[-6:])
     seeded.long_names = seed.seed_long_names(agentboard_server)
     context = chromium.new_context(viewport=VIEWPORTS["desktop"])
     page = context.new_page()
     login(page, agentboard_server)
     seed.seed_revision(page, agentboard_server, seeded)
+    # A team, with the lead as its reviewer, for the teams pages.
+    page.goto(f"{agentboard_server.url}/teams/")
+    page.fill("#team-name", "Shop")
+    page.click("text=Create team")
+    page.fill("#member-username", "lead")
+    page.select_option("#member-role", "reviewer")
+    page.click(".add-member button")
+    page.wait_for_selector(".team-members")
     # The visited board's agent is held on a Bash request: its banner answers it in place.
     held = HeldThroughTheTest(
         agentboard_server,
@@ -105,6 +116,7 @@ def first_step(server, session_id: str) -> int:
         return json.load(response)["steps"][0]["id"]
 
 
+@pytest.mark.timeout(300)
 def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
     agentboard_server, chromium, board
 ):
@@ -120,6 +132,13 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("projects", "/projects/"),
         # The server's first project (its seeded sessions made the first ones).
         Visit("project", "/projects/1/"),
+        Visit("teams", "/teams/"),
+        Visit("team", "/teams/1/"),
+        Visit("audit", "/audit/"),
+        Visit("history", f"/sessions/{board.session_ids[-3]}/history/", wait_live=False),
+        Visit("ended", "/ended/", wait_live=False),
+        Visit("plans-decided", "/plans/decided/", wait_live=False),
+        Visit("inbox-decided", "/inbox/decided/", wait_live=False),
         Visit("timeline-step", f"{timeline}?step={first_step(server, board.session_ids[-3])}"),
         Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),

@@ -406,7 +406,7 @@ def test_an_update_of_an_unknown_task_changes_nothing(hook):
 
 
 @pytest.mark.parametrize(
-    "event", ["Setup", "CwdChanged", "FileChanged", "PreToolUse", "Elicitation"]
+    "event", ["Setup", "PostToolBatch", "FileChanged", "PreToolUse", "Elicitation"]
 )
 def test_unknown_events_answer_nothing_and_store_nothing(hook, event):
     response = hook({"hook_event_name": event, "session_id": SESSION_ID, "whatever": [1, 2]})

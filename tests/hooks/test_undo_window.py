@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
+from dashboard.core.visibility import EVERYONE
 from dashboard.core.writer import write
 from planmode.inbox import inbox_count
 from planmode.models import PermissionRequest, Plan
@@ -75,7 +76,7 @@ async def test_an_approval_reaches_the_agent_when_the_window_closes_not_before(
     await plan.arefresh_from_db()
     assert plan.status == "pending" and plan.staged_answer["by_name"] == "lead"
     # Decided, so no longer waiting on anyone; the agent still hears nothing.
-    assert (await asyncio.to_thread(inbox_count, None)).plans == 0
+    assert (await asyncio.to_thread(inbox_count, EVERYONE)).plans == 0
     await asyncio.sleep(undo_window / 2)
     assert not held.done()
 
@@ -100,7 +101,7 @@ async def test_an_undo_within_the_window_sends_nothing_and_the_plan_waits_again(
     assert not held.done()
     await plan.arefresh_from_db()
     assert (plan.status, plan.staged_answer, plan.sends_at) == ("pending", None, None)
-    assert (await asyncio.to_thread(inbox_count, None)).plans == 1
+    assert (await asyncio.to_thread(inbox_count, EVERYONE)).plans == 1
     # Waiting exactly as before: a later decision is made and sent as usual.
     await lead.post(f"/plans/{plan.pk}/decide/", {"action": "approve"})
     assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
@@ -169,7 +170,7 @@ async def test_an_allow_in_the_inbox_reaches_the_agent_after_the_window(agent, l
     assert not held.done()
     await request.arefresh_from_db()
     assert request.status == "pending" and request.staged_answer["allow"] is True
-    assert (await asyncio.to_thread(inbox_count, None)).permissions == 0
+    assert (await asyncio.to_thread(inbox_count, EVERYONE)).permissions == 0
     assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
     await request.arefresh_from_db()
     assert request.status == "allowed" and request.decided_by_id == lead.reviewer.pk
@@ -187,7 +188,7 @@ async def test_an_undone_denial_in_the_inbox_sends_nothing(agent, lead, undo_win
     assert not held.done()
     await request.arefresh_from_db()
     assert (request.status, request.staged_answer) == ("pending", None)
-    assert (await asyncio.to_thread(inbox_count, None)).permissions == 1
+    assert (await asyncio.to_thread(inbox_count, EVERYONE)).permissions == 1
     await lead.post(f"/inbox/requests/{request.pk}/decide/", {"action": "allow"})
     assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
 

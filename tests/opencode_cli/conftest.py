@@ -41,6 +41,9 @@ def model() -> Iterator[ModelServer]:
     server.stop()
 
 
+PRICE_IN, PRICE_OUT = 3.0, 15.0
+
+
 def _config(model: ModelServer) -> dict[str, Any]:
     """opencode's config: the scripted model as the only provider, nothing shared or updated."""
     return {
@@ -50,7 +53,13 @@ def _config(model: ModelServer) -> dict[str, Any]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Scripted",
                 "options": {"baseURL": model.url, "apiKey": "scripted"},
-                "models": {"scripted": {"name": "Scripted"}},
+                # Its price (USD per million tokens): opencode costs each message with it.
+                "models": {
+                    "scripted": {
+                        "name": "Scripted",
+                        "cost": {"input": PRICE_IN, "output": PRICE_OUT},
+                    }
+                },
             }
         },
         "model": "scripted/scripted",

@@ -87,6 +87,11 @@ def _texts(content: Any) -> list[str]:
 class ModelServer:
     script: list[Turn] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    # The `usage` every answer carries (prompt and completion tokens), and those of the agent
+    # loop's answers (the ones that make an assistant message) handed out so far.
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    loop_usage: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Condition()
@@ -121,6 +126,8 @@ class ModelServer:
         with self._lock:
             request = Request(body)
             self.requests.append(request)
+            if body.get("tools"):
+                self.loop_usage.append((self.prompt_tokens, self.completion_tokens))
             if body.get("tools") and self.script:
                 request.scripted = True
                 turn = self.script.pop(0)
@@ -130,6 +137,14 @@ class ModelServer:
                 turn = say("Scripted session")
             self._lock.notify_all()
             return turn
+
+    def usage(self) -> dict[str, int]:
+        prompt, completion = self.prompt_tokens, self.completion_tokens
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
     def loop_requests(self) -> list[Request]:
         with self._lock:
@@ -199,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "finish_reason": "tool_calls" if turn.calls else "stop",
                         }
                     ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    "usage": self.model.usage(),
                 }
             )
             return
@@ -218,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             }
             if usage:
-                data["usage"] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                data["usage"] = self.model.usage()
             self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
             self.wfile.flush()
 

@@ -11,9 +11,12 @@ import time
 
 import pytest
 
+from dashboard.costs.selectors import SessionUsage
 from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.client.conftest import add_worktree, make_repository
+from tests.conftest import parse_html
+from tests.opencode_cli.conftest import PRICE_IN, PRICE_OUT
 from tests.opencode_cli.model_server import say, tool
 from todos.enforcer import continuation_prompt
 
@@ -104,7 +107,8 @@ def test_every_request_names_the_repository_without_credentials_and_the_machine(
 
     assert seen and quiet
     for request in seen:
-        assert request.path == "/hooks/opencode"
+        # Its events, and the usage of each message the model answered.
+        assert request.path in {"/hooks/opencode", "/hooks/opencode/usage"}
         assert request.headers["X-Agentboard-Repository"] == "https://gitlab.example/acme/shop"
         assert request.headers["X-Agentboard-Host"] == socket.gethostname()
     for request in quiet:
@@ -343,3 +347,38 @@ def test_every_tool_call_is_a_step_of_the_session(server_factory, connect, model
     assert ran[1]["summary"].endswith("missing.txt")
     assert ran[1]["error"]
     assert (ran[2]["summary"], ran[2]["error"]) == ("ls /no/such/dir", "Exit code 2")
+
+
+def test_the_board_shows_the_tokens_and_cost_of_every_assistant_message(
+    server_factory, connect, model
+):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.prompt_tokens, model.completion_tokens = 1000, 200
+    model.add(tool("bash", {"command": "true", "description": "Do nothing"}), say("Done."))
+
+    session_id = project.run("Run true")
+
+    messages = len(model.loop_usage)
+    prompt = sum(p for p, _ in model.loop_usage)
+    completion = sum(c for _, c in model.loop_usage)
+    cost = SessionUsage(cost_micros=round(prompt * PRICE_IN + completion * PRICE_OUT))
+    lead = Lead(board)
+
+    def header_usage() -> tuple[str, str] | None:
+        usage = parse_html(lead.get(f"/sessions/{session_id}/")).find(cls="usage")
+        if usage is None:
+            return None
+        figures = usage.attrs.get("title") or ""
+        return (figures, usage.text()) if f"Input {prompt}," in figures else None
+
+    try:
+        figures, text = wait_until(header_usage, f"the usage of {messages} messages on the board")
+    except AssertionError as error:
+        rows = board.query(
+            "SELECT stream, model, input_tokens, output_tokens, cost_micros FROM costs_usage"
+        )
+        raise AssertionError(f"{error} Stored: {rows}\n{project.report()}") from None
+    assert figures.startswith(f"Input {prompt}, output {completion}, cache read 0,")
+    total = SessionUsage(input_tokens=prompt + completion)
+    assert text == f"{total.tokens_text} tokens · {cost.cost_text} so far"

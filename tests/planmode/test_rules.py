@@ -239,3 +239,16 @@ def test_an_input_of_an_unexpected_shape_matches_only_catch_all_rules():
 )
 def test_the_suggested_pattern_covers_exactly_this_request(tool, tool_input, content):
     assert suggested_content(tool, tool_input) == content
+
+
+def test_gemini_clis_shell_and_file_tools_are_matched_as_claude_codes():
+    rule = "run_shell_command(git status*)"
+    assert matches(rule, "run_shell_command", command="git status --short")
+    # As conservative as a Bash allow rule: a chained command is not covered.
+    assert not matches(rule, "run_shell_command", command="git status; rm -rf /")
+    assert matches("run_shell_command(rm *)", "run_shell_command", False, command="ls && rm -rf /")
+    assert not matches("Bash(git status*)", "run_shell_command", command="git status")
+    assert matches("write_file(src/**)", "write_file", file_path=f"{CWD}/src/a.py", content="")
+    assert not matches("replace(src/**)", "replace", file_path="/etc/passwd")
+    assert suggested_content("run_shell_command", {"command": " npm test "}) == "npm test"
+    assert suggested_content("replace", {"file_path": "/w/a.py"}) == "/w/a.py"

@@ -80,15 +80,15 @@ def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_
     submit, reviewer
 ):
     """The plan (locked, with whether anyone commented and whether another plan waits), its
-    update, the decision record, the session's mode: what a reviewer's click waits on, and the
-    waiting agent with it."""
+    update, the decision record, the session's mode, the audit log's entry: what a reviewer's
+    click waits on, and the waiting agent with it (the writes sent together, one round trip)."""
     plan = submit()
     with CaptureQueriesContext(connection) as queries:
         plan_decide(plan_id=plan.pk, reviewer=reviewer, approve=True)
     statements = [q["sql"].split()[0] for q in queries.captured_queries]
     # (SQLite's BEGIN IMMEDIATE and COMMIT are statements too; PostgreSQL's are not logged.)
     statements = [word for word in statements if word not in {"BEGIN", "COMMIT"}]
-    assert statements == ["SELECT", "UPDATE", "INSERT", "UPDATE"]
+    assert statements == ["SELECT", "UPDATE", "INSERT", "UPDATE", "INSERT"]
     assert mode_of() == "default"
     assert Decision.objects.get(plan=plan).decided_by == reviewer
 
@@ -96,7 +96,8 @@ def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_
 def test_on_postgresql_a_decision_waits_on_the_database_four_times_and_plans_nothing(
     submit, reviewer, tmp_path
 ):
-    """BEGIN, the plan read, all three writes together, COMMIT: each wait is a round trip to
+    """BEGIN, the plan read, all four writes together (the audit log's entry among them),
+    COMMIT: each wait is a round trip to
     the database's process, which the waiting agent waits for too. Once the connection has
     decided a plan, its statements are prepared: PostgreSQL parses and plans none of them
     again (the read alone costs more to plan than to run)."""
@@ -120,7 +121,7 @@ def test_on_postgresql_a_decision_waits_on_the_database_four_times_and_plans_not
     assert len(answers) == 4
     # Parse is where PostgreSQL plans a statement: only bound and run here, never parsed.
     assert [line for line in sent if line[0] == "F" and line[2] == "Parse"] == []
-    assert len([line for line in sent if line[0] == "F" and line[2] == "Bind"]) == 4
+    assert len([line for line in sent if line[0] == "F" and line[2] == "Bind"]) == 5
     assert mode_of() == "default"
     assert Decision.objects.get(plan=plan).decided_by == reviewer
 

@@ -10,6 +10,7 @@ from django.test import Client
 from django.utils import timezone
 
 from dashboard.core.errors import ServiceError
+from dashboard.core.visibility import EVERYONE
 from planmode import selectors, staged
 from planmode.inbox import inbox_count, inbox_items
 from planmode.models import PermissionRequest, Plan
@@ -46,6 +47,8 @@ def test_a_decision_on_the_review_page_is_staged_and_the_plan_stays_pending(subm
         "feedback": "Go.",
         "by": plan.staged_answer["by"],
         "by_name": "lead",
+        # Where it came from, for the audit log's entry when it is sent.
+        "via": {"surface": "review page", "address": "127.0.0.1"},
     }
     assert timedelta(seconds=29) < plan.sends_at - timezone.now() <= timedelta(seconds=30)
     page = lead.get(f"/plans/{plan.pk}/").content.decode()
@@ -58,13 +61,13 @@ def test_staged_plans_do_not_count_as_waiting_anywhere(submit, lead):
     plan = submit()
     lead.post(f"/plans/{plan.pk}/decide/", {"action": "approve"})
 
-    assert inbox_count(None).plans == 0
+    assert inbox_count(EVERYONE).plans == 0
     assert selectors.pending_plans() == [] and selectors.pending_plan_count() == 0
     assert selectors.pending_by_session([plan.session_id]) == {}
     assert selectors.sessions_with_pending_plans() == []
     assert [p.pk for p in selectors.staged_plans()] == [plan.pk]
     # The inbox still shows it, as decided and not sent yet.
-    (item,) = inbox_items(None)
+    (item,) = inbox_items(EVERYONE)
     assert item.staged["by_name"] == "lead"
     inbox = parse_html(lead.get("/inbox/").content)
     assert " ".join(inbox.find("h2", cls="inbox-count").text().split()) == (
@@ -80,7 +83,7 @@ def test_an_undo_puts_the_plan_back_exactly_as_it_was(submit, lead):
 
     plan.refresh_from_db()
     assert (plan.status, plan.staged_answer, plan.sends_at) == ("pending", None, None)
-    assert inbox_count(None).plans == 1
+    assert inbox_count(EVERYONE).plans == 1
 
 
 def test_an_undo_with_nothing_staged_is_refused_with_one_sentence(submit, lead):
@@ -168,7 +171,7 @@ def test_an_inbox_answer_is_staged_then_sent_as_given(user, reviewer):
         answer=Answer(allow=False, message="Not on main.", interrupt=True),
         seconds=30,
     )
-    assert inbox_count(None).permissions == 0
+    assert inbox_count(EVERYONE).permissions == 0
     PermissionRequest.objects.filter(pk=request.pk).update(
         sends_at=timezone.now() - timedelta(seconds=1)
     )

@@ -160,3 +160,26 @@ def test_suggestions_read_as_sentences():
     )
     assert describe_suggestion({"type": "whatever"}) == ""
     assert describe_suggestion("not a dict") == ""
+
+
+def test_gemini_clis_tools_show_like_claude_codes_under_their_own_names():
+    shell = describe("run_shell_command", {"command": "rm -rf build", "description": "Clean."})
+    assert (shell.kind, shell.tool, shell.headline, shell.description) == (
+        "bash",
+        "run_shell_command",
+        "rm -rf build",
+        "Clean.",
+    )
+    edit = describe("replace", {"file_path": "/a.py", "old_string": "x = 1", "new_string": "x = 2"})
+    assert (edit.kind, edit.tool, edit.headline, edit.added, edit.removed) == (
+        "edit",
+        "replace",
+        "/a.py",
+        1,
+        1,
+    )
+    fetch = describe("web_fetch", {"prompt": "Summarise https://example.com/docs"})
+    assert (fetch.kind, fetch.headline) == ("web", "Summarise https://example.com/docs")
+    # An input of another shape shows as its JSON, under the tool's own name.
+    odd = describe("run_shell_command", {"cmd": 3})
+    assert (odd.kind, odd.tool, '"cmd": 3' in odd.arguments) == ("other", "run_shell_command", True)

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from dashboard.board import selectors
+from dashboard.core.visibility import EVERYONE, audience_of
 from planmode.inbox import inbox_count, inbox_items, waiting
 from planmode.models import Plan, TerminalWait
 from tests.conftest import parse_html
@@ -64,8 +65,13 @@ def test_one_query_finds_everything_waiting_oldest_first(everything, user):
     assert len(queries) == 1
     assert [w.kind for w in found] == ["plan", "permission", "permission", "terminal", "countdown"]
     # dana sees her own four; a reviewer all five.
-    assert [w.kind for w in waiting(user.pk)] == ["plan", "permission", "terminal", "countdown"]
-    assert inbox_count(None).total == 5 and inbox_count(user.pk).total == 4
+    assert [w.kind for w in waiting(audience_of(user))] == [
+        "plan",
+        "permission",
+        "terminal",
+        "countdown",
+    ]
+    assert inbox_count(EVERYONE).total == 5 and inbox_count(audience_of(user)).total == 4
 
 
 def test_a_terminal_wait_behind_a_request_of_the_same_agent_is_counted_once(user):
@@ -78,7 +84,7 @@ def test_a_terminal_wait_behind_a_request_of_the_same_agent_is_counted_once(user
 def test_the_overview_pins_what_waits_and_each_row_sums_to_the_header_count(
     everything, user, other_user
 ):
-    summaries = selectors.overview(audience=None)
+    summaries = selectors.overview(audience=EVERYONE)
     pinned = [s for s in summaries if s.group == "waiting"]
     assert [s.session.session_id for s in pinned] == [
         "sess-shop",
@@ -86,11 +92,13 @@ def test_the_overview_pins_what_waits_and_each_row_sums_to_the_header_count(
         "sess-docs",
         "sess-api",
     ]
-    assert sum(len(s.waits) for s in pinned) == inbox_count(None).total == 5
+    assert sum(len(s.waits) for s in pinned) == inbox_count(EVERYONE).total == 5
     # Each viewer's own waits come first: dana's rows before ana's, whose row waits on ana.
-    mine = [s.session.session_id for s in selectors.overview(audience=user.pk)][:3]
+    mine = [s.session.session_id for s in selectors.overview(audience=audience_of(user))][:3]
     assert mine == ["sess-shop", "sess-docs", "sess-api"]
-    assert selectors.overview(audience=other_user.pk)[0].session.session_id == "sess-infra"
+    assert (
+        selectors.overview(audience=audience_of(other_user))[0].session.session_id == "sess-infra"
+    )
 
 
 def test_overview_rows_and_board_banners_say_what_waits_and_for_how_long(
@@ -130,7 +138,7 @@ def test_overview_rows_and_board_banners_say_what_waits_and_for_how_long(
 def test_the_board_answers_a_request_in_place_and_is_told_why_not(
     everything, client, user, other_user
 ):
-    ana_request = next(i for i in inbox_items(None) if i.session.session_id == "sess-infra")
+    ana_request = next(i for i in inbox_items(EVERYONE) if i.session.session_id == "sess-infra")
     client.force_login(user)
     refused = client.post(
         f"/inbox/requests/{ana_request.pk}/decide/",
@@ -140,16 +148,16 @@ def test_the_board_answers_a_request_in_place_and_is_told_why_not(
     assert refused.status_code == 403
     assert refused["Content-Type"].startswith("text/plain")
     assert "Only reviewers, or the person whose session it is" in refused.content.decode()
-    assert inbox_count(None).total == 5
+    assert inbox_count(EVERYONE).total == 5
 
-    own = next(i for i in inbox_items(user.pk) if i.kind == "permission")
+    own = next(i for i in inbox_items(audience_of(user)) if i.kind == "permission")
     answered = client.post(
         f"/inbox/requests/{own.pk}/decide/",
         {"action": "allow", "from": "board"},
         headers={"HX-Request": "true"},
     )
     assert answered.status_code == 204
-    assert inbox_count(user.pk).total == 3
+    assert inbox_count(audience_of(user)).total == 3
 
     # A deny without the reason the agent needs is refused, in one sentence; nothing changes.
     plan_session_request = make_request(own.agent, tool_input={"command": "rm -rf build"})
@@ -160,4 +168,4 @@ def test_the_board_answers_a_request_in_place_and_is_told_why_not(
     )
     assert unexplained.status_code == 422
     assert unexplained.content.decode().startswith("Say why in the message")
-    assert inbox_count(user.pk).total == 4
+    assert inbox_count(audience_of(user)).total == 4

@@ -189,19 +189,30 @@ def test_rebuild_makes_the_same_index_again(history):
     assert after == before and after
 
 
-def test_the_api_searches_only_the_tokens_own_sessions(history, agent_api, client, other_user):
+def test_the_api_searches_what_the_tokens_owner_sees(history, agent_api, client, other_user):
     indexed()
     found = agent_api.get("/api/v1/search?q=paginate").json()["results"]
     assert {hit["kind"] for hit in found} >= {"plan", "todos"}
     assert "«pagination»" in next(hit for hit in found if hit["kind"] == "plan")["title"].lower()
 
-    from dashboard.models import AgentToken
+    from dashboard.models import AgentToken, Team
     from tests.conftest import AgentApi
 
     other = AgentApi(client, AgentToken.issue(owner=other_user, label="x")[1])
+    # No team owns the project: everyone finds it, as on the search page.
+    assert other.get("/api/v1/search?q=paginate").json()["results"]
+    # Once a team of which the other person is not a member owns it, they find nothing.
+    Session.objects.filter(session_id=SESSION_ID).update(team=Team.objects.create(name="Shop"))
     assert other.get("/api/v1/search?q=paginate").json() == {"results": []}
+    assert agent_api.get("/api/v1/search?q=paginate").json()["results"]  # the owner still does
     assert agent_api.get("/api/v1/search?q=x&since=soon").status_code == 422
     assert agent_api.get("/api/v1/search?q=x&project=999").status_code == 404
+    # A parameter that takes one value, given twice, is refused rather than read as its last.
+    twice = agent_api.get("/api/v1/search?q=x&until=false&until=2026-11-01")
+    assert twice.status_code == 422
+    assert twice.json()["error"]["message"] == (
+        "query.until: Give this parameter once, not several times."
+    )
 
 
 def test_a_session_is_found_by_its_person_and_title(history, client, user):
@@ -239,3 +250,59 @@ def test_no_text_makes_the_engine_fail(history, text):
     indexed()
     hits = engine().search(text, Filters(), 10)
     assert all("<script" not in hit.snippet for hit in hits)
+
+
+def test_a_word_found_everywhere_ranks_its_newest_matches_and_a_rare_one_is_still_found(
+    user, monkeypatch
+):
+    """After a year a common word matches a hundred thousand entries: the best of the newest
+    CANDIDATES are shown (the cost of a rare word), and an old rare word is still found."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from dashboard.search import engines
+
+    session = Session.objects.create(session_id="year", owner=user)
+    start = timezone.now() - timedelta(days=300)
+    SearchEntry.objects.create(kind="plan", ref=1, session=session, at=start,
+                               title="Rollback plan", body="pagination rollback")  # fmt: skip
+    for n in range(2, 12):
+        SearchEntry.objects.create(kind="plan", ref=n, session=session,
+                                   at=start + timedelta(days=n), title=f"Plan {n}",
+                                   body="cursor pagination")  # fmt: skip
+    monkeypatch.setattr(engines, "CANDIDATES", 4)
+
+    found = engines.engine().search("pagination", engines.Filters(), 60)
+    rare = engines.engine().search("rollback", engines.Filters(), 60)
+
+    assert sorted(hit.ref for hit in found) == [8, 9, 10, 11]
+    assert [hit.ref for hit in rare] == [1]
+
+
+def test_a_burst_is_indexed_in_short_jobs_and_all_of_it_is_found(client, user, monkeypatch):
+    """Hundreds of things stored at once (a team's agents restarting together) are indexed a
+    few at a time, each job behind the agents' writes, and every one of them is found."""
+    from dashboard.core.changes import Changes
+    from dashboard.search import indexer
+
+    monkeypatch.setattr(indexer, "INDEX_CHUNK", 3)
+    jobs: list[int] = []
+    real_index = indexer._index
+
+    def counted(touched):
+        jobs.append(sum(len(keys) for keys in vars(touched).values()))
+        real_index(touched)
+
+    monkeypatch.setattr(indexer, "_index", counted)
+    sessions = [
+        Session.objects.create(session_id=f"burst-{n}", owner=user, branch=f"shard{n}")
+        for n in range(8)
+    ]
+    indexer.index_batch([Changes(created_sessions={session.pk for session in sessions})])
+    indexed()
+
+    assert jobs == [3, 3, 2]
+    client.force_login(user)
+    page = parse_html(client.get("/search/", {"q": "shard5"}).content)
+    assert len(page.find_all("a", cls="result-title")) == 1

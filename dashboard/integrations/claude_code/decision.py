@@ -3,8 +3,12 @@ endpoint and the `agentboard hook` command so both answer exactly alike."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+# Only for the annotations: `agentboard hook` imports this on every call, and importing `typing`
+# costs a hook command a few milliseconds (`typing.TYPE_CHECKING` is False at run time too).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 
 def rejection_text(feedback: str) -> str:
@@ -53,6 +57,15 @@ def tool_permission_decision(
     else:
         return {}
     return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+
+
+def refusal_decision(request: Mapping[str, Any]) -> dict[str, Any]:
+    """PermissionDenied output for a refusal someone answered: allowed once, the model is told
+    it may try the call again (its next PreToolUse is allowed); otherwise `{}`, it stays
+    refused."""
+    if request.get("status") != "allowed":
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": "PermissionDenied", "retry": True}}
 
 
 def is_plan_permission_request(payload: Mapping[str, Any]) -> bool:

@@ -8,8 +8,10 @@ in short `sync_to_async` calls around the wait.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
@@ -24,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from dashboard.activity.selectors import agents_in_tool_call
 from dashboard.activity.services import step_interrupted
-from dashboard.activity.summaries import StepDraft, step_draft
+from dashboard.activity.summaries import StepDraft, bounded_text, step_draft
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import (
@@ -34,7 +36,9 @@ from dashboard.core.errors import (
     pydantic_detail,
     unauthenticated,
 )
-from dashboard.core.loops import keep
+from dashboard.core.gates import tool_refusal
+from dashboard.core.headers import HOOK_TIMEOUT_HEADER
+from dashboard.core.loops import Arrivals, keep
 from dashboard.core.origin import origin_note
 from dashboard.core.redaction import redact
 from dashboard.core.services import (
@@ -45,13 +49,16 @@ from dashboard.core.services import (
     session_describe,
     token_owner,
 )
-from dashboard.core.waits import HOOK_TIMEOUT_HEADER, client_waits_from
+from dashboard.core.visibility import audiences_of
+from dashboard.core.waits import client_waits_from
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code.decision import (
     permission_decision,
+    refusal_decision,
     tool_permission_decision,
 )
 from dashboard.integrations.claude_code.schemas import (
+    CwdChangedInput,
     ExitPlanModeToolInput,
     HookEvent,
     HookInput,
@@ -60,13 +67,15 @@ from dashboard.integrations.claude_code.schemas import (
     TaskCreateToolResponse,
     TaskEventInput,
     TaskUpdateToolInput,
+    TeammateIdleInput,
     TodoWriteToolInput,
     ToolHookInput,
 )
 from dashboard.live.waiting import client_waits, hold_for, stop_hook_answer, wait_for_decision
 from dashboard.live.watch import PERMISSION
-from dashboard.models import Agent, PermissionMode
-from planmode.models import Plan, PlanStatus
+from dashboard.models import Agent, PermissionMode, Session
+from planmode.allow_once import SESSIONS_TTL, allowance_take
+from planmode.models import InboxChoice, Plan, PlanStatus
 from planmode.permissions import (
     agent_moved_on,
     permission_expire,
@@ -131,7 +140,33 @@ STEP_OUTCOMES = {
 # Events after which none of the agent's tool calls is still running.
 INTERRUPTING = frozenset({"Stop", "SubagentStop", "UserPromptSubmit", "SessionEnd"})
 # How an event leaves the agent's turn: ended (it waits for a prompt), or a new one begun.
-TURN_ENDED_BY = {"Stop": True, "SubagentStop": True, "StopFailure": True, "UserPromptSubmit": False}
+TURN_ENDED_BY = {
+    "Stop": True,
+    "SubagentStop": True,
+    "StopFailure": True,
+    "TeammateIdle": True,
+    "UserPromptSubmit": False,
+}
+# Events that tell where the session works and what its teammates do: a line of its history
+# each, and its header or a teammate's card changes.
+SESSION_EVENTS = frozenset({"CwdChanged", "TeammateIdle"})
+# The permission mode this process last stored for each session (by pk), and when (monotonic):
+# a hook that says the same mode needs no write of its own, so the hot path (a known agent's
+# step) stays free of queries; one that says another goes the slower way, which stores it.
+# Another server process may have stored another mode since (a hook of the session went
+# there): so what this process knows holds for MODE_KNOWN_SECONDS, then the next hook stores
+# its mode again, and the board is never wrong for longer.
+_session_modes: dict[int, tuple[str, float]] = {}
+SESSION_MODES_SIZE = 50_000
+MODE_KNOWN_SECONDS = 2.0
+ALLOWED_ONCE_REASON = "Allowed once from Agentboard after auto mode refused it."
+# At most this many people's wish to see refusals is read per refusal.
+REFUSAL_WATCHERS = 500
+# Hooks held until a person decides arrive in bursts (a team restarting its agents, each
+# submitting its plan): this many at a time do their arrival work (validation, redaction, the
+# write), so the other agents' hooks pass between them (`Arrivals`).
+ARRIVING_AT_ONCE = 4
+arrivals = Arrivals(ARRIVING_AT_ONCE)
 
 
 # --- the view ------------------------------------------------------------------------------
@@ -175,7 +210,11 @@ async def claude_code_hook(request: HttpRequest, owner: AbstractBaseUser) -> Jso
     handler = _handler_for(payload)
     if handler is None:
         return JsonResponse({})
-    output = await handler(owner, payload)
+    if handler in _HOLDING:
+        async with arrivals.arriving():
+            output = await handler(owner, payload)
+    else:
+        output = await handler(owner, payload)
     await origin_note(
         owner=owner,
         session_id=payload.get("session_id"),
@@ -236,6 +275,16 @@ def validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> 
         ) from None
 
 
+# The handlers that hold their request until a person decides (`holding`).
+_HOLDING: set[Handler] = set()
+
+
+def holding(handler: Handler) -> Handler:
+    """Mark a handler that holds its request: its arrival is let in a few at a time."""
+    _HOLDING.add(handler)
+    return handler
+
+
 def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
     """The handler for this event and tool, or None for the many Agentboard ignores."""
     picked = validate(HookEvent, payload)
@@ -254,6 +303,10 @@ def _handler_for(payload: Mapping[str, Any]) -> Handler | None:
         return _permission_request
     if event in ENFORCER_EVENTS:
         return _lifecycle
+    if event in SESSION_EVENTS:
+        return _session_event
+    if event == "PermissionDenied":
+        return _permission_denied
     if event in STEP_OUTCOMES:
         return tool_step
     return None
@@ -302,23 +355,68 @@ def hook_step(payload: Mapping[str, Any]) -> StepDraft | None:
 
 
 async def tool_step(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
-    """A tool call starts (PreToolUse) or is denied: a step on the board, nothing to answer."""
+    """A tool call starts (PreToolUse) or is denied: a step on the board. Nothing to answer,
+    unless a gate refuses the call (a budget spent, `dashboard.core.gates`): then the model
+    reads why instead of its tool's result; or unless someone let this very call through once
+    after auto mode refused it."""
     hook = validate(HookInput, payload)
     step = hook_step(payload)
-    if step is not None:
-        await write(step_record, owner=owner, hook=hook, step=step)
-    return {}
+    if step is None:
+        return {}
+    answered = await write(
+        step_record,
+        owner=owner,
+        hook=hook,
+        step=step,
+        tool_name=str(payload.get("tool_name") or ""),
+        tool_input=payload.get("tool_input") or {},
+    )
+    return answered.value
 
 
-def step_record(*, owner: AbstractBaseUser, hook: HookInput, step: StepDraft) -> Outcome[None]:
-    """Record a step of an agent. For an agent this process knows, no query at all: the
-    writer stores the batch's steps together."""
+def step_record(
+    *,
+    owner: AbstractBaseUser,
+    hook: HookInput,
+    step: StepDraft,
+    tool_name: str = "",
+    tool_input: object = None,
+) -> Outcome[Output]:
+    """Record a step of an agent; for a tool call starting (`tool_name` with `tool_input`),
+    the hook's answer: refused by a gate, allowed once after auto mode refused it, or `{}`.
+    For an agent this process knows, no query at all unless its session has a refusal open:
+    the writer stores the batch's steps together, and the gates and the allowances read sets
+    this process keeps."""
     known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
-    if known is not None:
-        return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
-    resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
-    agent = resolved.agent
-    return Outcome(None, changes.step(step.report(agent=agent.pk, session=agent.session_id)))
+    if known is not None and mode_stored(session_pk=known[1], mode=hook.permission_mode):
+        agent_pk, session_pk = known
+        changes = Changes()
+    else:
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
+        agent_pk, session_pk = resolved.agent.pk, resolved.agent.session_id
+    refusal = (
+        tool_refusal(session_pk, owner=owner) if hook.hook_event_name == "PreToolUse" else None
+    )
+    answer: Output = {}
+    if refusal:
+        # The call never runs: the board shows it refused, not running.
+        step = dataclasses.replace(step, outcome="denied", error=refusal)
+        answer = _pre_tool_use_answer("deny", refusal)
+    elif hook.hook_event_name == "PreToolUse" and allowance_take(
+        agent_pk=agent_pk, session_pk=session_pk, tool_name=tool_name, tool_input=tool_input or {}
+    ):
+        answer = _pre_tool_use_answer("allow", ALLOWED_ONCE_REASON)
+    return Outcome(answer, changes.step(step.report(agent=agent_pk, session=session_pk)))
+
+
+def _pre_tool_use_answer(decision: str, reason: str) -> Output:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
 
 
 def record_event(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[int | None]:
@@ -353,13 +451,17 @@ def record_and_enforce(
     tool_use_id = str(payload.get("tool_use_id") or "")
     if event == "PostToolUse" and tool_use_id and tool_name not in enforcer.TODO_TOOLS:
         known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
-        if known is not None and enforcer.quiet_step(
-            agent_pk=known[0],
-            owner_pk=owner.pk,
-            key=tool_use_id,
-            permission_mode=hook.permission_mode,
-            agent_type=hook.agent_type or "",
-            cwd=hook.cwd,
+        if (
+            known is not None
+            and mode_stored(session_pk=known[1], mode=hook.permission_mode)
+            and enforcer.quiet_step(
+                agent_pk=known[0],
+                owner_pk=owner.pk,
+                key=tool_use_id,
+                permission_mode=hook.permission_mode,
+                agent_type=hook.agent_type or "",
+                cwd=hook.cwd,
+            )
         ):
             changes = Changes()
             if step is not None:
@@ -428,9 +530,13 @@ def hook_observe(
     session_fields: list[str] = []
     changed_agents = [agent]
     mode = hook.permission_mode
+    mode_note = ""
     if mode in PermissionMode.values and session.permission_mode != mode:
+        if not resolved.session_created:
+            mode_note = f"permission mode {session.permission_mode} → {mode}"
         session.permission_mode = mode
         session_fields.append("permission_mode")
+    _mode_stored(session.pk, session.permission_mode)
     if event == "SessionEnd":
         session.ended_at = now
         session.ended_quietly = False
@@ -470,6 +576,11 @@ def hook_observe(
             changes.agent(other.pk, other.session_id)
     if "title" in session_fields:
         changes.sessions.add(session.pk)  # its header, row and search entry name it anew
+    if mode_note:
+        changes.sessions.add(session.pk)
+        changes.enforcer_events.append(
+            enforcer.session_note(agent=agent, text=mode_note, code="mode").pk
+        )
     if event == "SessionEnd":
         changes.ended_sessions.add(session.pk)
     if event in INTERRUPTING:
@@ -488,6 +599,148 @@ def hook_observe(
     return resolved, changes
 
 
+def mode_stored(*, session_pk: int, mode: str | None) -> bool:
+    """Whether the session's stored permission mode is `mode` as far as this process knows (or
+    the hook says none): then the hook has nothing to store about it."""
+    if mode not in PermissionMode.values:
+        return True
+    known, at = _session_modes.get(session_pk, ("", 0.0))
+    return known == mode and time.monotonic() - at < MODE_KNOWN_SECONDS
+
+
+def _mode_stored(session_pk: int, mode: str) -> None:
+    if len(_session_modes) >= SESSION_MODES_SIZE:
+        _session_modes.clear()
+    _session_modes[session_pk] = (mode, time.monotonic())
+
+
+# --- what newer Claude Code tells of the session: a refusal of auto mode, a new folder, an
+# idle teammate ------------------------------------------------------------------------------
+
+
+@holding
+async def _permission_denied(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """Auto mode's classifier refused a tool call: the step ends denied, and the session's
+    history says what was refused and why. When someone who decides for the session asked for
+    these in their inbox, the hook is held there like a permission request: allowed once, it
+    answers `retry` (the model may make the call again) and the call's next PreToolUse is
+    allowed, past the classifier, in whichever process it arrives (`planmode.allow_once`);
+    kept refused or unanswered, `{}`, the refusal stands."""
+    hook = validate(HookInput, payload)
+    wanted = await write(
+        refusal_record,
+        owner=owner,
+        hook=hook,
+        step=hook_step(payload),
+        reason=payload.get("reason"),
+    )
+    if not wanted.value:
+        return {}
+    call = validate(ToolHookInput, payload)
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
+    known_everywhere_at = 0.0
+
+    async def opened() -> Outcome[dict[str, Any]]:
+        nonlocal known_everywhere_at
+        stored = await write_behind(refusal_open, owner=owner, hook=call, held_for=wait)
+        known_everywhere_at = time.monotonic() + SESSIONS_TTL
+        return stored
+
+    state = await held(
+        opened(),
+        hold=functools.partial(hold_permission, wait=wait),
+        expire=lambda request_id: write(permission_expire, request_id=request_id),
+    )
+    answer = refusal_decision(state)
+    if answer:
+        # The retried call's PreToolUse may reach another process: not before that process
+        # knows the session has a refusal open, or it would not look for the allowance.
+        await asyncio.sleep(max(0.0, known_everywhere_at - time.monotonic()))
+    return answer
+
+
+def refusal_record(
+    *, owner: AbstractBaseUser, hook: HookInput, step: StepDraft | None, reason: object
+) -> Outcome[bool]:
+    """The refusal as a step and a line of history; whether anyone wants it in their inbox."""
+    resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
+    agent = resolved.agent
+    if step is not None:
+        changes.step(step.report(agent=agent.pk, session=agent.session_id))
+    what = f"{step.tool_name} {step.summary}".strip() if step else bounded_text(hook.tool_name)
+    why = bounded_text(reason, 200)
+    text = f"auto mode refused: {what or 'a tool call'}" + (f" ({why})" if why else "")
+    changes.enforcer_events.append(
+        enforcer.session_note(agent=agent, text=text, code="auto_refused").pk
+    )
+    wanted = step is not None and refusals_wanted(agent.session)
+    return Outcome(wanted, changes.agent(agent.pk, agent.session_id))
+
+
+def refusals_wanted(session: Session) -> bool:
+    """Whether someone who decides for the session asked for auto mode's refusals in their
+    inbox (a setting of their own, off unless they turn it on)."""
+    asking = InboxChoice.objects.filter(auto_mode_refusals=True).values_list("user_id", flat=True)
+    audiences = audiences_of(list(asking[:REFUSAL_WATCHERS]))
+    return any(audience.may_decide(session) for audience in audiences.values())
+
+
+def refusal_open(
+    *, owner: AbstractBaseUser, hook: ToolHookInput, held_for: float
+) -> Outcome[dict[str, Any]]:
+    with transaction.atomic(savepoint=False):
+        resolved, changes = hook_observe(owner=owner, hook=hook, notify=False)
+        opened = permission_request_open(
+            agent=resolved.agent,
+            tool_name=hook.tool_name,
+            tool_input=hook.tool_input,
+            suggestions=[],
+            permission_mode=hook.permission_mode or "",
+            held_for=held_for,
+            refused_by_auto_mode=True,
+        )
+        return Outcome(permission_state(opened.request), changes.merge(opened.changes))
+
+
+async def _session_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+    """CwdChanged and TeammateIdle: nothing to answer (CwdChanged could name files to watch)."""
+    event = validate(HookEvent, payload).hook_event_name
+    hook: HookInput
+    if event == "CwdChanged":
+        hook = validate(CwdChangedInput, payload)
+    else:
+        hook = validate(TeammateIdleInput, payload)
+    await write(session_event_record, owner=owner, hook=hook)
+    return {}
+
+
+def session_event_record(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[None]:
+    if isinstance(hook, TeammateIdleInput) and not hook.agent_type and hook.teammate_name:
+        # Its card is named after the teammate when Claude Code gives it no agent type.
+        hook = hook.model_copy(update={"agent_type": hook.teammate_name})
+    resolved, changes = hook_observe(owner=owner, hook=hook, notify=True)
+    agent = resolved.agent
+    session = agent.session
+    if isinstance(hook, CwdChangedInput):
+        new = hook.new_cwd or hook.cwd
+        if not new or new == session.cwd:
+            return Outcome(None, changes)
+        old = hook.old_cwd or session.cwd
+        session.cwd = new
+        session.save(update_fields=["cwd"])
+        changes.sessions.add(session.pk)
+        text = f"moved from {bounded_text(old, 140)} to {bounded_text(new, 140)}"
+        code = "cwd"
+    else:
+        assert isinstance(hook, TeammateIdleInput)
+        name = hook.teammate_name or hook.agent_type or "a teammate"
+        team = f" of team {hook.team_name}" if hook.team_name else ""
+        text = bounded_text(f"teammate {name}{team} is idle, waiting for work")
+        code = "teammate_idle"
+    changes.enforcer_events.append(enforcer.session_note(agent=agent, text=text, code=code).pk)
+    return Outcome(None, changes)
+
+
 def _agent_stop(agent: Agent, now: Any) -> None:
     if agent.status != Agent.Status.STOPPED:
         agent.status = Agent.Status.STOPPED
@@ -498,6 +751,26 @@ def _agent_stop(agent: Agent, now: Any) -> None:
 # --- todo lists: TodoWrite and the Task tools ------------------------------------------------
 
 TodoChange = Callable[[list[dict[str, str]]], list[dict[str, str]]]
+
+
+async def whole_list_written(
+    owner: AbstractBaseUser,
+    hook: ToolHookInput,
+    items: list[dict[str, str]],
+    payload: dict[str, Any],
+) -> Output:
+    """A checklist tool that sends the agent's whole list each time (Codex's `update_plan`,
+    Gemini's `write_todos`) ran: its items replace the list, as a TodoWrite's would."""
+    await write(
+        todos_change,
+        owner=owner,
+        hook=hook,
+        change=lambda current: items,
+        idempotency_key=hook.tool_use_id,
+        record_unchanged=True,
+        step=hook_step(payload),
+    )
+    return {}
 
 
 async def _todo_tool_used(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
@@ -732,6 +1005,7 @@ def todos_change(
 # --- plans -----------------------------------------------------------------------------------
 
 
+@holding
 async def _plan_permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """Submit the plan, hold the request until a reviewer decides, answer with the decision.
 
@@ -769,6 +1043,8 @@ async def held(
     submitted = asyncio.ensure_future(submit)
     try:
         state = (await asyncio.shield(submitted)).value
+        # Stored: what is left is waiting, which costs the others nothing.
+        arrivals.arrived()
         if state["status"] == "pending":
             state = await hold(state["id"])
     except BaseException:
@@ -889,6 +1165,7 @@ def _approval_notes(
 # --- permission requests of every other tool ---------------------------------------------------
 
 
+@holding
 async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     """Store the request (a team rule may answer it at once), hold it until someone decides
     on the inbox, answer with the decision. No decision within

@@ -285,6 +285,8 @@ class ClaudeImporter:
                 plan_id=submitted.plan.pk,
                 reviewer=self.owner,
                 approve=not rejected,
+                # Decided in the terminal already: recorded as it was, not decided here.
+                check=False,
                 feedback=_rejection_feedback(block.get("content")) if rejected else "",
             )
         except ServiceError as error:

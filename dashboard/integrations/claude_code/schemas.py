@@ -16,7 +16,7 @@ from dashboard.core.edge import (
     storable_tree,
     text_type,
 )
-from dashboard.models import Client, Session
+from dashboard.models import Agent, Client, Session
 from planmode.models import PermissionRequest
 from planmode.schemas import PlanFilePath
 from todos.schemas import ActiveForm, Content, TodoId, TodoList
@@ -134,3 +134,21 @@ class PermissionRequestInput(ToolHookInput):
     @property
     def suggestions(self) -> list[dict[str, Any]]:
         return [item for item in self.permission_suggestions if isinstance(item, dict)]
+
+
+class CwdChangedInput(HookInput):
+    """CwdChanged: the agent's working directory moved (a `cd` that stays, a worktree entered
+    or left); `cwd` is already the new one."""
+
+    old_cwd: Cwd = ""
+    new_cwd: Cwd = ""
+
+
+TeammateName = text_type(max_length=column_length(Agent, "agent_type"))
+
+
+class TeammateIdleInput(HookInput):
+    """TeammateIdle: a teammate of an agent team finished its turn and waits for work."""
+
+    teammate_name: TeammateName | None = None
+    team_name: TeammateName | None = None

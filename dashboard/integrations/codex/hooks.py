@@ -140,17 +140,7 @@ async def _plan_updated(owner: AbstractBaseUser, payload: dict[str, Any]) -> Out
     """`update_plan` ran: its steps are the agent's whole list, as a TodoWrite's would be."""
     hook = shared.validate(CodexToolInput, payload)
     steps = shared.validate(UpdatePlanToolInput, hook.tool_input, loc=("tool_input",)).plan
-    items = [step.as_todo() for step in steps]
-    await write(
-        shared.todos_change,
-        owner=owner,
-        hook=hook,
-        change=lambda current: items,
-        idempotency_key=hook.tool_use_id,
-        record_unchanged=True,
-        step=shared.hook_step(payload),
-    )
-    return {}
+    return await shared.whole_list_written(owner, hook, [step.as_todo() for step in steps], payload)
 
 
 async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:

@@ -387,3 +387,12 @@ async def _permission(owner: AbstractBaseUser, asked: PermissionProperties) -> d
         expire=lambda request_id: write(permission_expire, request_id=request_id),
     )
     return opencode_reply(state)
+
+
+def opencode_place(*, owner: AbstractBaseUser, opencode_id: str) -> tuple[str, str]:
+    """(board session id, agent id) of an opencode session, as its events are placed: a
+    subagent's own session is an agent of the session that started it (inside a transaction)."""
+    session_id = _subagent_sessions.get(opencode_id)
+    if session_id is not None:
+        return session_id, opencode_id
+    return _place(owner, opencode_id)

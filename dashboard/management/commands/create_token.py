@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.models import AgentToken
+from dashboard.core.audit import Via
+from dashboard.core.tokens import token_issue
 
 
 class Command(BaseCommand):
@@ -17,5 +18,5 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"There is no user named {username!r}; create it first.")
-        _, raw = AgentToken.issue(owner=user, label=label)
+        _, raw = token_issue(owner=user, label=label, via=Via(surface="command line"))
         self.stdout.write(raw)

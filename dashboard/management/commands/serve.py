@@ -8,7 +8,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from dashboard.models import AgentToken
+from dashboard.core.audit import Via, audit
+from dashboard.core.tokens import token_issue
+from dashboard.models import AuditAction
 
 # Connections the kernel may hold for the server to accept (capped by net.core.somaxconn).
 LISTEN_BACKLOG = 4096
@@ -74,7 +76,12 @@ class Command(BaseCommand):
                 return
             password = secrets.token_urlsafe(12)
             user = users.objects.create_superuser(username="lead", email="", password=password)
-            _, token = AgentToken.issue(owner=user, label="first token")
+            first_start = Via(surface="first start")
+            audit(
+                AuditAction.ROLE_CHANGED, via=first_start, about=f"user:{user.pk}",
+                summary="lead: account created; admin yes",
+            )  # fmt: skip
+            _, token = token_issue(owner=user, label="first token", via=first_start)
         self.stdout.write(
             self.style.SUCCESS("First start: created a reviewer account and an agent token.")
         )

@@ -164,9 +164,9 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   const where = whereHeaders(directory || worktree || process.cwd())
 
   // POST one event; the board's answer, or {} when it could not be had.
-  async function send(event, signal) {
+  async function send(event, signal, path = "/hooks/opencode") {
     try {
-      const response = await fetch(`${BOARD}/hooks/opencode`, {
+      const response = await fetch(`${BOARD}${path}`, {
         method: "POST",
         headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json", ...where },
         body: JSON.stringify(event),
@@ -174,7 +174,7 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
       })
       const answer = await response.json().catch(() => ({}))
       if (!response.ok) {
-        log("warn", `Agentboard refused a ${event.type} event: ${answer.error?.message || response.status}`)
+        log("warn", `Agentboard refused a ${event.type || "usage"} report: ${answer.error?.message || response.status}`)
         return {}
       }
       failing = false
@@ -202,6 +202,23 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   const userMessages = new Set() // ids of user messages already reported
   const otherEnforcer = new Set() // sessions where the other enforcer was reported
   const toolCalls = new Map() // callID -> the last status of it reported
+  const costed = new Set() // ids of assistant messages whose usage was reported
+
+  // What a complete assistant message cost (its tokens and opencode's own cost), once.
+  function usage(info) {
+    if (!info.time?.completed || costed.has(info.id)) return
+    if (costed.size > 1000) costed.clear()
+    costed.add(info.id)
+    const report = {
+      sessionID: info.sessionID,
+      id: info.id,
+      modelID: info.modelID || "",
+      cost: info.cost || 0,
+      tokens: info.tokens || {},
+      completed: info.time.completed,
+    }
+    queue = queue.then(() => send(report, AbortSignal.timeout(10_000), "/hooks/opencode/usage"))
+  }
 
   // Asked once the first session exists: asking while opencode loads its plugins would wait
   // for this very plugin.
@@ -312,6 +329,7 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
         if (ownPrompts.delete(sessionID)) return
         activity(sessionID, "prompt")
       }
+      if (event.type === "message.updated" && props.info?.role === "assistant") usage(props.info)
       if (event.type === "message.part.updated" && props.part?.type === "tool") toolPart(props.part)
       if (event.type === "message.part.updated" && props.part?.type === "text") {
         if (OTHER_DIRECTIVE.test(props.part.text || "")) reportOtherEnforcer(props.part.sessionID)

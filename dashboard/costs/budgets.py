@@ -2,7 +2,13 @@
 hook from a flag this process keeps.
 
 When an export is stored (`usage_store`, inside the writer's transaction) the budgets of the
-sessions it touched are measured: one SUM per budget concerned, none while no budget exists.
+sessions it touched are measured, and nothing while no budget concerns them: each touched
+session's spending in the budgets' periods is summed again from its own reports
+(`SessionSpend`), then each budget concerned sums its sessions' rows. Neither reads more than
+one row per session of the period, so an export costs the same on a year of a busy project's
+usage as on a new one. A budget's sessions are measured from all their reports once, when it
+is set. (A process learns of a budget set by another within `BUDGETS_TTL`; a session it
+exported for meanwhile is measured at its next export.)
 At 80% of a budget's limit the session spending it asks for a look (`ConcernKind.
 BUDGET_WARNING`: its reviewers and owner are notified, once per budget and period); at 100%
 each session spending it is held (`BudgetHold`) and waits on a person as over budget
@@ -77,22 +83,83 @@ def budget_name(budget: Budget) -> str:
     return f"{whose} ({dollars(budget.limit_micros)} {budget.get_period_display()})"
 
 
+def _scope_column(budget: Budget) -> tuple[str, int]:
+    """The session column a budget's scope is read from, and its value."""
+    if budget.scope == Budget.Scope.PROJECT:
+        return "s.project_record_id", budget.project_id
+    return "s.owner_id", budget.person_id
+
+
+# A session's spending in a period, measured again from its usage (bounded by its own reports).
+_SESSION_SPEND = f"""
+    INSERT INTO costs_sessionspend (session_id, period, period_start, spent_micros)
+    SELECT %s, %s, %s, COALESCE(SUM(u.cost_micros), 0) FROM costs_usage u
+    WHERE u.session_id = %s AND u.observed_ns >= %s AND u.observed_ns < %s AND {ONE_STREAM}
+    ON CONFLICT (session_id, period, period_start)
+        DO UPDATE SET spent_micros = excluded.spent_micros
+"""  # noqa: S608 - no values spliced in
+
+
 def spent_micros(budget: Budget, period: Period) -> int:
-    """What the budget's sessions cost in the period (each session's one stream). One query."""
-    column = "s.project_record_id" if budget.scope == Budget.Scope.PROJECT else "s.owner_id"
-    scope_pk = budget.project_id if budget.scope == Budget.Scope.PROJECT else budget.person_id
+    """What the budget's sessions cost in the period: the sum of their `SessionSpend` rows,
+    one per session, not of their reports. One query."""
+    column, scope_pk = _scope_column(budget)
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT SUM(u.cost_micros) FROM costs_usage u
-            JOIN dashboard_session s ON s.id = u.session_id
-            WHERE {column} = %s AND u.observed_ns >= %s AND u.observed_ns < %s
-                AND {ONE_STREAM}
+            SELECT SUM(ss.spent_micros) FROM costs_sessionspend ss
+            JOIN dashboard_session s ON s.id = ss.session_id
+            WHERE ss.period = %s AND ss.period_start = %s AND {column} = %s
             """,  # noqa: S608 - a column name chosen here
-            [scope_pk, epoch_ns(period.begins), epoch_ns(period.ends)],
+            [budget.period, period.start, scope_pk],
         )
         (total,) = cursor.fetchone()
     return int(total or 0)
+
+
+def spend_measure(budget: Budget, period: Period) -> None:
+    """Measure every session of the budget's scope in the period from its usage: once, when the
+    budget is set (the sessions spent before any budget of its kind existed). One query."""
+    column, scope_pk = _scope_column(budget)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO costs_sessionspend (session_id, period, period_start, spent_micros)
+            SELECT u.session_id, %s, %s, SUM(u.cost_micros) FROM costs_usage u
+            JOIN dashboard_session s ON s.id = u.session_id
+            WHERE {column} = %s AND u.observed_ns >= %s AND u.observed_ns < %s AND {ONE_STREAM}
+            GROUP BY u.session_id
+            ON CONFLICT (session_id, period, period_start)
+                DO UPDATE SET spent_micros = excluded.spent_micros
+            """,  # noqa: S608 - a column name chosen here
+            [
+                budget.period,
+                period.start,
+                scope_pk,
+                epoch_ns(period.begins),
+                epoch_ns(period.ends),
+            ],
+        )
+
+
+def _sessions_measure(sessions: set[tuple[int, str]]) -> None:
+    """Measure these (session pk, budget period) again from their usage in the current period:
+    one statement, each bounded by one session's reports."""
+    rows = []
+    for session_pk, budget_period in sorted(sessions):
+        period = period_of(budget_period)
+        rows.append(
+            [
+                session_pk,
+                budget_period,
+                period.start,
+                session_pk,
+                epoch_ns(period.begins),
+                epoch_ns(period.ends),
+            ]
+        )
+    with connection.cursor() as cursor:
+        cursor.executemany(_SESSION_SPEND, rows)
 
 
 # --- this process's views of the budgets and the held sessions -----------------------------
@@ -175,14 +242,20 @@ def budgets_measure(touched: dict[int, int], changes: Changes) -> None:
             "pk", "project_record_id", "owner_id"
         )
     )
-    changed = False
+    concerned: list[tuple[Budget, list[int]]] = []
     for budget in budgets:
         if budget.scope == Budget.Scope.PROJECT:
             mine = [pk for pk, project, _ in sessions if project == budget.project_id]
         else:
             mine = [pk for pk, _, owner in sessions if owner == budget.person_id]
         if mine:
-            changed |= _measure(budget, {pk: touched[pk] for pk in mine}, changes)
+            concerned.append((budget, mine))
+    if not concerned:
+        return
+    _sessions_measure({(pk, budget.period) for budget, mine in concerned for pk in mine})
+    changed = False
+    for budget, mine in concerned:
+        changed |= _measure(budget, {pk: touched[pk] for pk in mine}, changes)
     if changed:
         forget()
 
@@ -332,7 +405,9 @@ def budget_set(
     budget.limit_micros = micros
     budget.stop_at_limit = stop_at_limit
     budget.save()
-    spent = spent_micros(budget, period_of(budget.period))
+    period = period_of(budget.period)
+    spend_measure(budget, period)
+    spent = spent_micros(budget, period)
     if spent < micros:
         _release(budget, changes, reason="budget raised")
     audit(

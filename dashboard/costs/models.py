@@ -160,3 +160,26 @@ class BudgetNotice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.level}% of budget {self.budget_id} from {self.period_start}"
+
+
+class SessionSpend(models.Model):
+    """What a session cost in one day or month (`Budget.Period`), measured again from its
+    usage each time an export touches it while a budget of that kind exists. A budget's
+    spending is the sum of these over its sessions: one row per session of the period, not one
+    per report, so measuring it stays cheap on a year of a busy project's usage."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    period = models.CharField(max_length=10, choices=Budget.Period.choices)
+    period_start = models.DateField()
+    spent_micros = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session", "period", "period_start"], name="costs_one_spend_per_period"
+            )
+        ]
+        indexes = [models.Index(fields=["period", "period_start"], name="costs_spend_period")]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} spent {self.spent_micros} from {self.period_start}"

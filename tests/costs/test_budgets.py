@@ -4,6 +4,7 @@ tool call is refused until a reviewer raises the budget or lets the session cont
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -18,7 +19,7 @@ from dashboard.models import AuditAction, AuditEntry, Project, Session
 from dashboard.notifications.models import Delivery, WebhookTarget
 from planmode.inbox import inbox_count
 from tests.conftest import parse_html
-from tests.costs.conftest import usage_metrics
+from tests.costs.conftest import request_events, usage_metrics
 from tests.costs.test_panels import place
 
 pytestmark = pytest.mark.django_db
@@ -301,3 +302,44 @@ def test_a_new_period_ends_the_wait_and_the_stop_of_the_last(
     assert pre_tool_use(hook) == {}
     spend(export, 0.10, 2)
     assert not concerns(ConcernKind.OVER_BUDGET)
+
+
+def export_now(export, session_id: str, dollars: float, *, start: int, cumulative=False):
+    """One export of a session's cost counter observed now, of the series that began at
+    `start` (nanoseconds since the epoch): the same series exported again replaces its value."""
+    message = usage_metrics(
+        session_id=session_id, cost=dollars, tokens={"input": 10}, cumulative=cumulative,
+        start=start, end=time.time_ns(),
+    )  # fmt: skip
+    assert export("/v1/metrics", message).status_code == 200
+
+
+def test_a_budget_counts_each_session_once_however_its_exporter_repeats_itself(
+    client, export, admin, user, shop, session
+):
+    """The budget's figure is what its sessions' one stream says they cost in the period: a
+    cumulative counter exported again replaces itself, a session's events give way to its
+    metrics, spending from before the budget was set counts, another project's does not."""
+    other = "6f1d0c3e-8b2a-4e1f-9c7d-5a4b3c2d1e0f"
+    place(user, other, shop)
+    elsewhere = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+    place(user, elsewhere, Project.objects.create(key="github.com/acme/ops", name="ops"))
+    # Before any budget: $0.20 as events, which the session's metrics will replace.
+    events = request_events({"cost_usd": 0.20, "input_tokens": 10}, session_id=other)
+    events.resource_logs[0].scope_logs[0].log_records[1].time_unix_nano = time.time_ns()
+    assert export("/v1/logs", events).status_code == 200
+    began = time.time_ns()
+    export_now(export, elsewhere, 5.00, start=began)
+
+    assert set_budget(client, admin, shop, limit="100").status_code == 302
+    budget = Budget.objects.get()
+    period = budgets.period_of(budget.period)
+    assert budgets.spent_micros(budget, period) == 200_000
+
+    export_now(export, SESSION, 0.30, start=began + 1, cumulative=True)
+    export_now(export, SESSION, 0.50, start=began + 1, cumulative=True)  # the same series, later
+    assert budgets.spent_micros(budget, period) == 700_000
+    export_now(export, other, 0.05, start=began + 2)  # its metrics: its events no longer count
+    assert budgets.spent_micros(budget, period) == 550_000
+    export_now(export, elsewhere, 1.00, start=began + 3)
+    assert budgets.spent_micros(budget, period) == 550_000

@@ -208,14 +208,14 @@ def refusal_sentence(budget: Budget) -> str:
     )
 
 
-def tool_refusal(session_pk: int, *, owner: Any = None) -> str | None:
+def tool_refusal(session_pk: int, *, owner: Any = None, record: bool = True) -> str | None:
     """What the hook tells the model instead of running its tool call, or None to let it run.
-    Inside the writer: a refusal is recorded in the audit log."""
+    With `record` (inside the writer), a refusal is recorded in the audit log."""
     budget = _held_sessions().get(session_pk)
     if budget is None:
         return None
-    session = Session.objects.filter(pk=session_pk).first()
     sentence = refusal_sentence(budget)
+    session = Session.objects.filter(pk=session_pk).first() if record else None
     if session is not None:
         audit(
             AuditAction.BUDGET_BLOCKED,

@@ -12,13 +12,15 @@ from django.http import HttpRequest, JsonResponse
 from pydantic import Field, NonNegativeFloat, NonNegativeInt
 
 from dashboard.core.changes import Outcome
+from dashboard.core.gates import tool_gated
+from dashboard.core.services import known_agent
 from dashboard.core.writer import write
 from dashboard.costs.otlp import MODEL_LENGTH, UsageReport, model_name, report_identity
 from dashboard.costs.services import usage_store
 from dashboard.integrations.claude_code.hooks import agent_endpoint, read_payload, validate
 from dashboard.integrations.opencode.schemas import Lenient, RequestId, SessionId
 from dashboard.integrations.opencode.views import opencode_place
-from dashboard.models import Client
+from dashboard.models import Client, Session
 
 MAX_TOKENS = 2**53
 
@@ -58,8 +60,8 @@ async def opencode_usage(request: HttpRequest, owner: AbstractBaseUser) -> JsonR
             shape="Send an assistant message's info as a JSON object.",
         ),
     )
-    refused = await write(_store, owner=owner, message=message)
-    if refused.value:
+    refused, gated = (await write(_store, owner=owner, message=message)).value
+    if refused:
         return JsonResponse(
             {
                 "error": {
@@ -71,10 +73,13 @@ async def opencode_usage(request: HttpRequest, owner: AbstractBaseUser) -> JsonR
             },
             status=403,
         )
-    return JsonResponse({})
+    # A session whose budget is spent: the plugin asks before each of its tool calls.
+    return JsonResponse({"gated": True} if gated else {})
 
 
-def _store(*, owner: AbstractBaseUser, message: MessageUsage) -> Outcome[int]:
+def _store(*, owner: AbstractBaseUser, message: MessageUsage) -> Outcome[tuple[int, bool]]:
+    """How many reports were refused (0 or 1), and whether the session's tool calls are gated
+    now."""
     session_id, agent_id = opencode_place(owner=owner, opencode_id=message.sessionID)
     tokens = message.tokens
     report = UsageReport(
@@ -90,4 +95,13 @@ def _store(*, owner: AbstractBaseUser, message: MessageUsage) -> Outcome[int]:
         cache_creation_tokens=tokens.cache.write,
         cost_micros=round(message.cost * 1_000_000),
     )
-    return usage_store(owner=owner, reports=[report], client=Client.OPENCODE)
+    stored = usage_store(owner=owner, reports=[report], client=Client.OPENCODE)
+    if stored.value:
+        return Outcome((stored.value, False), stored.changes)
+    known = known_agent(owner=owner, session_id=session_id, agent_id=agent_id)
+    session_pk = (
+        known[1] if known is not None
+        else Session.objects.filter(owner=owner, session_id=session_id)
+        .values_list("pk", flat=True).first()
+    )  # fmt: skip
+    return Outcome((0, session_pk is not None and tool_gated(session_pk)), stored.changes)

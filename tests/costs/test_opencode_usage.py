@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from dashboard.core.audit import Via
+from dashboard.costs import budgets
+from dashboard.costs.budgets import session_continue
+from dashboard.costs.models import Budget
 from dashboard.costs.selectors import usage_by_session
-from dashboard.models import Agent, Client, Session
+from dashboard.models import Agent, AuditAction, AuditEntry, Client, Session
 from tests.conftest import todo, write_todos
 
 URL = "/hooks/opencode/usage"
@@ -80,3 +86,69 @@ def test_usage_needs_the_agent_token(client):
     response = client.post(URL, data=message(), content_type="application/json")
 
     assert response.status_code == 401
+
+
+def gate(agent_api, session_id: str = SESSION, call: str = "call_0001"):
+    return agent_api.post(
+        "/hooks/opencode",
+        {"type": "agentboard.gate", "properties": {"sessionID": session_id, "callID": call,
+                                                     "tool": "bash"}},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def spent_budget(db, user):
+    """The user's own budget of a cent a day, stopping at its limit."""
+    budgets.forget()
+    yield Budget.objects.create(
+        scope=Budget.Scope.PERSON, person=user, period=Budget.Period.DAY, limit_micros=10_000,
+        stop_at_limit=True,
+    )  # fmt: skip
+    budgets.forget()
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_a_message_that_spends_the_budget_gates_the_session_and_its_tool_calls_are_refused(
+    agent_api, user, spent_budget
+):
+
+    cheap = agent_api.post(URL, message(cost=0.001, completed=now_ms()))
+    assert cheap.json() == {}
+    assert gate(agent_api).json() == {}
+
+    answer = agent_api.post(URL, message("msg_0002", cost=0.5, completed=now_ms()))
+
+    assert answer.json() == {"gated": True}
+    refused = gate(agent_api)
+    assert refused.status_code == 200
+    assert refused.json() == {
+        "refuse": f"Agentboard: the budget for {user.get_username()} ($0.01 a day) is spent; "
+        "a reviewer must raise it or let this session continue."
+    }
+    assert AuditEntry.objects.filter(action=AuditAction.BUDGET_BLOCKED).count() == 1
+    # A reviewer lets it continue: the next call runs, and the plugin stops asking.
+    session = Session.objects.get(session_id=SESSION)
+    session_continue(session_pk=session.pk, actor=user, via=Via("board"))
+    assert gate(agent_api, call="call_0002").json() == {}
+
+
+@pytest.mark.parametrize(
+    "properties",
+    [
+        {"sessionID": SESSION, "tool": "bash"},
+        {"sessionID": SESSION, "callID": "c", "tool": ""},
+        {"sessionID": "", "callID": "c", "tool": "bash"},
+        {"sessionID": SESSION, "callID": ["c"], "tool": "bash"},
+    ],
+)
+def test_a_malformed_gate_question_gets_one_sentence_and_changes_nothing(agent_api, properties):
+    answer = agent_api.post(
+        "/hooks/opencode", {"type": "agentboard.gate", "properties": properties}
+    )
+
+    assert answer.status_code == 422
+    assert answer.json()["error"]["message"]
+    assert not Session.objects.exists()

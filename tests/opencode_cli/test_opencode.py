@@ -382,3 +382,36 @@ def test_the_board_shows_the_tokens_and_cost_of_every_assistant_message(
     assert figures.startswith(f"Input {prompt}, output {completion}, cache read 0,")
     total = SessionUsage(input_tokens=prompt + completion)
     assert text == f"{total.tokens_text} tokens · {cost.cost_text} so far"
+
+
+def test_a_budget_of_a_few_cents_stops_the_agent_at_its_next_tool_call(
+    server_factory, connect, model
+):
+    """The lead's own budget: a cent a day, stopping at its limit. The first message's cost (far
+    more than a cent) reaches the board once its tool call ran; the board's answer gates the
+    session, so the next tool call asks first, is refused, and the model reads why."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.prompt_tokens, model.completion_tokens = 100_000, 100
+    first = tool("bash", {"command": "echo first", "description": "Say first"})
+    refused = tool("bash", {"command": "touch refused.txt", "description": "Make a file"})
+    model.add(first, refused, say("Stopped."))
+    ((user_pk,),) = board.query("SELECT id FROM auth_user WHERE username = %s", (board.username,))
+    status, _ = Lead(board).post(
+        f"/budgets/person/{user_pk}/", {"limit": "0.01", "period": "day", "stop_at_limit": "on"}
+    )
+    assert status == 200
+
+    project.run("Say first, then make a file")
+
+    assert "first" in (model.tool_result(first) or ""), project.report()
+    sentence = (
+        f"Agentboard: the budget for {board.username} ($0.01 a day) is spent; a reviewer "
+        "must raise it or let this session continue."
+    )
+    assert sentence in (model.tool_result(refused) or ""), project.report()
+    assert not (project.directory / "refused.txt").exists()
+    blocked = board.query(
+        "SELECT COUNT(*) FROM dashboard_auditentry WHERE action = 'budget.blocked'"
+    )
+    assert blocked[0][0] == 1

@@ -1,7 +1,8 @@
 """What the Agentboard plugin for opencode sends to `POST /hooks/opencode`.
 
-The plugin forwards opencode's own bus events as they are (`{"type", "properties"}`), plus three
-of its own, `agentboard.activity`, `agentboard.other_enforcer` and `agentboard.tool`. Validated
+The plugin forwards opencode's own bus events as they are (`{"type", "properties"}`), plus four
+of its own, `agentboard.activity`, `agentboard.other_enforcer`, `agentboard.tool` and
+`agentboard.gate`. Validated
 leniently like Claude Code's hooks: opencode adds fields between versions, so unknown fields pass
 and only what Agentboard uses is required and checked as strictly as any API body.
 """
@@ -121,6 +122,19 @@ class ToolEvent(Lenient):
     properties: ToolProperties
 
 
+class GateProperties(SessionRef):
+    callID: RequestId
+    tool: Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class GateEvent(Lenient):
+    """A tool call about to run in a session the board said is gated (its budget is spent):
+    held until the board answers whether it may run (the plugin's own event)."""
+
+    type: Literal["agentboard.gate"]
+    properties: GateProperties
+
+
 class PermissionProperties(SessionRef):
     id: RequestId
     # What opencode asks to do: "bash", "edit", "webfetch", ...
@@ -149,6 +163,7 @@ Event = Annotated[
     | ActivityEvent
     | OtherEnforcerEvent
     | ToolEvent
+    | GateEvent
     | PermissionEvent,
     Field(discriminator="type"),
 ]
@@ -163,6 +178,7 @@ HANDLED = frozenset(
         "agentboard.activity",
         "agentboard.other_enforcer",
         "agentboard.tool",
+        "agentboard.gate",
         "permission.asked",
     }
 )

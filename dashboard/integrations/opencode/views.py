@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft, step_draft
 from dashboard.core.changes import Changes, Outcome
+from dashboard.core.gates import tool_refusal
 from dashboard.core.origin import origin_note
 from dashboard.core.services import (
     KNOWN_AGENTS_SIZE,
@@ -46,6 +47,8 @@ from dashboard.integrations.opencode.schemas import (
     Envelope,
     ErrorEvent,
     EventType,
+    GateEvent,
+    GateProperties,
     IdleEvent,
     OtherEnforcerEvent,
     PermissionEvent,
@@ -108,6 +111,8 @@ async def _handle(owner: AbstractBaseUser, event: Any) -> dict[str, Any]:
         return await _permission(owner, event.properties)
     elif isinstance(event, ToolEvent):
         await _tool(owner, event.properties)
+    elif isinstance(event, GateEvent):
+        return (await write(_gate, owner=owner, call=event.properties)).value
     elif isinstance(event, ErrorEvent | ActivityEvent | OtherEnforcerEvent):
         await write(_enforcer_event, owner=owner, event=event)
     return {}
@@ -274,6 +279,21 @@ def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) 
     resolved, changes = _observe(owner=owner, opencode_id=opencode_id)
     agent = resolved.agent
     return Outcome(None, changes.step(step.report(agent=agent.pk, session=agent.session_id)))
+
+
+def _gate(*, owner: AbstractBaseUser, call: GateProperties) -> Outcome[dict[str, Any]]:
+    """Whether a tool call of a gated session runs: `{"refuse": <sentence>}` for the model to
+    read as the call's error (recorded), or `{}` once the session runs again (a reviewer raised
+    its budget or let it continue), and the plugin stops asking."""
+    session_id = _subagent_sessions.get(call.sessionID, call.sessionID)
+    known = known_agent(owner=owner, session_id=session_id, agent_id=call.sessionID)
+    if known is not None:
+        session_pk, changes = known[1], Changes()
+    else:
+        resolved, changes = _observe(owner=owner, opencode_id=call.sessionID)
+        session_pk = resolved.agent.session_id
+    refusal = tool_refusal(session_pk, owner=owner)
+    return Outcome({"refuse": refusal} if refusal else {}, changes)
 
 
 # --- the continuation enforcer ---------------------------------------------------------------

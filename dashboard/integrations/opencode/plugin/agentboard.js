@@ -203,6 +203,8 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   const otherEnforcer = new Set() // sessions where the other enforcer was reported
   const toolCalls = new Map() // callID -> the last status of it reported
   const costed = new Set() // ids of assistant messages whose usage was reported
+  const gated = new Set() // sessions whose budget is spent: each tool call asks the board first
+  let usageAnswered = Promise.resolve() // the last usage report's answer
 
   // What a complete assistant message cost (its tokens and opencode's own cost), once.
   function usage(info) {
@@ -218,6 +220,28 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
       completed: info.time.completed,
     }
     queue = queue.then(() => send(report, AbortSignal.timeout(10_000), "/hooks/opencode/usage"))
+    usageAnswered = queue.then((answer) => {
+      if (answer.gated) gated.add(info.sessionID)
+    })
+  }
+
+  // A tool call about to run. In a session whose budget the board said is spent it waits for
+  // the board's word: a refusal is thrown, and opencode hands its sentence to the model as the
+  // call's error. Elsewhere it costs nothing but waiting for a usage report still on its way.
+  async function gate(input) {
+    if (!failing) await usageAnswered
+    if (!gated.has(input.sessionID)) return
+    const answer = await (queue = queue.then(() =>
+      send(
+        {
+          type: "agentboard.gate",
+          properties: { sessionID: input.sessionID, callID: input.callID, tool: input.tool },
+        },
+        AbortSignal.timeout(10_000),
+      ),
+    ))
+    if (answer.refuse) throw new Error(answer.refuse)
+    if (!failing) gated.delete(input.sessionID) // it runs again: stop asking
   }
 
   // Asked once the first session exists: asking while opencode loads its plugins would wait
@@ -342,6 +366,9 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
         sawActivity(sessionID || props.part?.sessionID)
       }
     },
-    "tool.execute.before": async (input) => sawActivity(input.sessionID),
+    "tool.execute.before": async (input) => {
+      sawActivity(input.sessionID)
+      await gate(input)
+    },
   }
 }

@@ -44,7 +44,7 @@ from planmode.services import (
     nobody_waits,
     plans_answered_elsewhere,
 )
-from planmode.tool_display import describe
+from planmode.tool_display import describe, describe_suggestion
 
 REVIEW_PERMISSION = "planmode.review_plan"
 MAX_MESSAGE_CHARS = 5_000
@@ -343,14 +343,14 @@ class Answer:
 def _decide_one(
     request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer, via: Via | None
 ) -> bool:
-    if answer.allow:
-        remembered = (
-            remembered_permissions(
-                request, choice=answer.remember, pattern=answer.pattern, where=answer.where
-            )
-            if answer.remember
-            else []
+    remembered = (
+        remembered_permissions(
+            request, choice=answer.remember, pattern=answer.pattern, where=answer.where
         )
+        if answer.allow and answer.remember
+        else []
+    )
+    if answer.allow:
         won = _finish(
             request, outcome=RequestStatus.ALLOWED, user=user, updated_permissions=remembered
         )
@@ -363,22 +363,27 @@ def _decide_one(
             interrupt=answer.interrupt,
         )
     if won:
-        _audit_answer(request, user=user, answer=answer, via=via)
+        _audit_answer(request, user=user, answer=answer, via=via, written=remembered)
     return won
 
 
 def _audit_answer(
-    request: PermissionRequest, *, user: AbstractBaseUser, answer: Answer, via: Via | None
+    request: PermissionRequest,
+    *,
+    user: AbstractBaseUser,
+    answer: Answer,
+    via: Via | None,
+    written: list[dict[str, Any]],
 ) -> None:
-    """One entry per request answered (a bulk answer makes one for each)."""
+    """One entry per request answered (a bulk answer makes one for each); an "always allow"
+    says the rule it wrote in words, whether the reviewer wrote it or chose Claude Code's."""
     if answer.allow:
         action = AuditAction.REQUEST_REMEMBERED if answer.remember else AuditAction.REQUEST_ALLOWED
     else:
         action = AuditAction.REQUEST_STOPPED if answer.interrupt else AuditAction.REQUEST_DENIED
     view = describe(request.tool_name, request.tool_input)
     said = [f"{view.tool}: {view.headline}"]
-    if answer.remember:
-        said.append(redact(f"rule: {answer.pattern or answer.remember} ({answer.where})"))
+    said += [redact(describe_suggestion(update) or json.dumps(update)) for update in written]
     if not answer.allow and answer.message.strip():
         said.append(redact(answer.message.strip()))
     audit(

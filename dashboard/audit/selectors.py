@@ -128,6 +128,10 @@ def cursor_of(entry: AuditEntry) -> str:
     return f"{entry.at.isoformat()}_{entry.pk}"
 
 
+def _older_than(chosen: QuerySet[AuditEntry], at: datetime, pk: int) -> QuerySet[AuditEntry]:
+    return chosen.filter(Q(at__lt=at) | Q(at=at, pk__lt=pk))
+
+
 def page_of(chosen: QuerySet[AuditEntry], before: str) -> AuditPage:
     """One page, newest first, older than the cursor `before` ("" for the newest)."""
     if before:
@@ -136,12 +140,20 @@ def page_of(chosen: QuerySet[AuditEntry], before: str) -> AuditPage:
             at, pk = datetime.fromisoformat(at_text), int(pk_text)
         except ValueError:
             raise BadRequest("That page link is broken; start again from the newest.") from None
-        chosen = chosen.filter(Q(at__lt=at) | Q(at=at, pk__lt=pk))
+        chosen = _older_than(chosen, at, pk)
     rows = list(chosen[: PAGE + 1])
     older = cursor_of(rows[PAGE - 1]) if len(rows) > PAGE else ""
     return AuditPage(rows=rows[:PAGE], older=older)
 
 
-def everything(chosen: QuerySet[AuditEntry]) -> Iterator[AuditEntry]:
-    """Every entry, read in chunks on one cursor (an export of a year never sits in memory)."""
-    return chosen.iterator(chunk_size=EXPORT_CHUNK)
+def export_pages(chosen: QuerySet[AuditEntry]) -> Iterator[list[AuditEntry]]:
+    """Every entry, newest first, EXPORT_CHUNK at a time: each page its own short query that
+    starts after the last entry of the one before, so a year of entries never sits in memory
+    and no database cursor stays open while a slow download takes its time."""
+    rows = list(chosen[:EXPORT_CHUNK])
+    while rows:
+        yield rows
+        if len(rows) < EXPORT_CHUNK:
+            return
+        last = rows[-1]
+        rows = list(_older_than(chosen, last.at, last.pk)[:EXPORT_CHUNK])

@@ -19,7 +19,9 @@ from django.utils import timezone
 from dashboard.core.sql import Statement
 from dashboard.models import AuditEntry, Project, Session, Team
 
-SUMMARY_CHARS = 2_000
+# Room for a rejection's notes with every comment on the plan sent with it (each comment may
+# have 5,000 characters); past it the entry says how much it left out.
+SUMMARY_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,13 @@ def _entry(
         project_name=project_name,
         team_id=team_pk,
         about=about[:60],
-        summary=summary[:SUMMARY_CHARS],
+        summary=_bounded(summary),
         surface=via.surface[:40],
         address=via.address,
     )
+
+
+def _bounded(summary: str) -> str:
+    if len(summary) <= SUMMARY_CHARS:
+        return summary
+    return f"{summary[:SUMMARY_CHARS]}… ({len(summary) - SUMMARY_CHARS} more characters not kept)"

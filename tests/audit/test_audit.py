@@ -52,6 +52,93 @@ def test_a_plan_decision_is_recorded_with_who_what_and_where(world: World):
     assert "Keep the old route." in entry.summary and world.plan.title in entry.summary
 
 
+def test_an_approval_with_auto_accept_is_recorded_as_such_with_its_notes(world: World):
+    response = signed_in(world.sam).post(
+        f"/plans/{world.plan.pk}/decide/",
+        {"action": "approve_auto", "text": "Fine, go ahead."},
+        REMOTE_ADDR="10.1.2.4",
+    )
+    assert response.status_code == 302
+    (entry,) = AuditEntry.objects.all()
+    assert (entry.actor_name, entry.action, entry.about) == (
+        "sam", "plan.approved_auto", f"plan:{world.plan.pk}",
+    )  # fmt: skip
+    assert (entry.surface, entry.address) == ("review page", "10.1.2.4")
+    assert (entry.project_name, entry.session_key) == ("shop", world.session.session_id)
+    assert entry.summary == f"{world.plan.title} (revision 1)\nFine, go ahead."
+    page = parse_html(signed_in(world.sam).get("/audit/").content)
+    assert "approved a plan, auto-accepting edits in shop" in listed(page)[0].text()
+
+
+def test_a_rejection_records_the_notes_and_every_comment_sent_with_secrets_redacted(
+    world: World,
+):
+    sam = signed_in(world.sam)
+    long_comment = "Keep offsets for admins. " + "An admin jumps to page 40 of the orders. " * 100
+    sam.post(
+        f"/plans/{world.plan.pk}/annotations/",
+        {"quote": "Page the orders list with a cursor.", "comment": long_comment.strip()},
+    )
+    sam.post(
+        f"/plans/{world.plan.pk}/annotations/",
+        {"quote": "Cursor pagination", "kind": "delete", "comment": "PASSWORD=hunter2-Horse"},
+    )
+    response = sam.post(
+        f"/plans/{world.plan.pk}/decide/",
+        {"action": "reject", "text": "Not yet; token=hunter2-Correct-Horse-9"},
+        REMOTE_ADDR="10.1.2.5",
+    )
+    assert response.status_code == 302
+    (entry,) = AuditEntry.objects.all()
+    assert (entry.actor_name, entry.action, entry.surface, entry.address) == (
+        "sam", "plan.rejected", "review page", "10.1.2.5",
+    )  # fmt: skip
+    assert entry.summary.startswith(f"{world.plan.title} (revision 1)\nNot yet; token=")
+    assert '1. Remove "Cursor pagination": PASSWORD=' in entry.summary
+    assert entry.summary.endswith(
+        f'2. On "Page the orders list with a cursor.": {long_comment.strip()}'
+    )
+    assert "hunter2" not in entry.summary and entry.summary.count("[redacted:") == 2
+
+
+def test_an_always_allow_records_the_rule_it_wrote(world: World):
+    response = signed_in(world.sam).post(
+        f"/inbox/requests/{world.request.pk}/decide/",
+        {"action": "remember", "remember": "custom", "pattern": "make release*",
+         "where": "project"},
+        REMOTE_ADDR="10.1.2.6",
+    )  # fmt: skip
+    assert response.status_code in {200, 302}
+    (entry,) = AuditEntry.objects.all()
+    assert (entry.actor_name, entry.action, entry.about) == (
+        "sam", "request.remembered", f"request:{world.request.pk}",
+    )  # fmt: skip
+    assert (entry.surface, entry.address) == ("inbox", "10.1.2.6")
+    assert (entry.project_name, entry.session_key) == ("shop", world.session.session_id)
+    assert entry.summary == (
+        "Bash: make release-orders\n"
+        "Always allow Bash(make release*) in this project (local settings)"
+    )
+
+
+def test_an_always_allow_of_claude_codes_suggestion_records_the_suggested_rule(world: World):
+    request = PermissionRequest.objects.create(
+        session=world.session, agent=world.agent, tool_name="Bash",
+        tool_input={"command": "npm run test"}, input_key=input_key("Bash", {"c": "npm"}),
+        suggestions=[{
+            "type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm run test:*"}],
+            "behavior": "allow", "destination": "session",
+        }],
+    )  # fmt: skip
+    signed_in(world.sam).post(
+        f"/inbox/requests/{request.pk}/decide/",
+        {"action": "remember", "remember": "suggestion:0", "from": "board"},
+    )
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.surface) == ("request.remembered", "board")
+    assert entry.summary == "Bash: npm run test\nAlways allow Bash(npm run test:*) for this session"
+
+
 def test_two_approvals_are_two_entries_and_a_refused_decision_none(world: World, reviewer):
     world.project.approvals_required = 2
     world.project.save()

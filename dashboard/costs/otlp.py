@@ -11,7 +11,7 @@ from protobuf or from JSON (protobuf's own JSON mapping), gzipped or not. What i
   cost), named by its session, time and sequence number.
 - Codex's log event `codex.sse_event` of kind `response.completed` that carries token counts
   (one per model response; Codex 0.169.0 reports no cost), named by its conversation, time and
-  counts.
+  counts. Codex's records have no time of their own, only their observed time.
 
 Every other metric and event is ignored. Points and events say their session in the attribute
 `session.id` (Claude Code's own session id, the one its hooks send; Codex's
@@ -354,7 +354,11 @@ def logs_usage(request: ExportLogsServiceRequest) -> Export:
                 if placed is None:
                     continue
                 report = _codex_report if codex else _event_report
-                reader.reports.append(report(placed, every, record.time_unix_nano))
+                # Codex stamps only when its SDK saw the event (OTLP's rule: the record's
+                # time, else the time it was observed); without either a report counts in no
+                # day, week or month, nor any budget's period.
+                when = record.time_unix_nano or record.observed_time_unix_nano
+                reader.reports.append(report(placed, every, when))
     return reader.export()
 
 

@@ -109,6 +109,17 @@ class Project:
             stdin=subprocess.DEVNULL,
         )
 
+    def finish(self, running: subprocess.Popen[str]) -> subprocess.CompletedProcess:
+        """`codex exec` started in the background, run to its end (killed if it does not end
+        in time, failing the test)."""
+        try:
+            stdout, stderr = running.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            running.kill()
+            stdout, stderr = running.communicate()
+            raise AssertionError(f"codex exec did not finish.\n{stderr}\n{self.report()}") from None
+        return subprocess.CompletedProcess(running.args, running.returncode, stdout, stderr)
+
     def terminal(self, prompt: str, *, trusted: bool = True) -> Terminal:
         """The interactive CLI in tmux, asking before commands that leave the sandbox;
         `trusted=False` leaves the hooks to be trusted as a developer does, when Codex asks."""

@@ -7,7 +7,10 @@ when nothing is left the model says "Done." and ends its turn. Requests Codex ma
 leave the script alone.
 
 A held turn (`Turn.hold()`) is a model that stopped answering: the request that takes it gets
-nothing back until the test releases it.
+nothing back until the test releases it. A turn whose end is held (`Turn.hold_end()`) sends its
+items and keeps its end, `response.completed` with the response's usage, until the test releases
+it: Codex starts a function call as soon as its item is done, so the call runs before Codex
+knows (and reports) what the response used.
 
 Every request body is recorded, so a test can assert what the model received: a tool's output
 (the reviewer's denial), or a continuation prompt arriving as a user message.
@@ -42,6 +45,16 @@ class Turn(HeldTurn):
     """One model response: output items (a message and/or function calls)."""
 
     items: list[Item]
+    # Set: the response's end waits until the test releases it (`hold_end`).
+    end_gate: threading.Event | None = None
+
+    def hold_end(self) -> Turn:
+        self.end_gate = threading.Event()
+        return self
+
+    def release_end(self) -> None:
+        assert self.end_gate is not None, "Only a turn whose end is held can be released."
+        self.end_gate.set()
 
     @property
     def call_ids(self) -> list[str]:
@@ -54,7 +67,7 @@ class Turn(HeldTurn):
             if callable(item.get("arguments")):
                 item = {**item, "arguments": json.dumps(item["arguments"](request))}
             items.append(item)
-        return Turn(items, gate=self.gate, taken=self.taken)
+        return Turn(items, end_gate=self.end_gate, gate=self.gate, taken=self.taken)
 
 
 def say(text: str) -> Turn:
@@ -319,15 +332,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _stream(self, body: dict[str, Any], turn: Turn, model: ModelServer) -> None:
-        chunks = b"".join(
+        chunks = [
             f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
             for name, data in _events(body, turn, model)
-        )
+        ]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(chunks)))
+        self.send_header("Content-Length", str(sum(map(len, chunks))))
         self.end_headers()
-        self.wfile.write(chunks)
+        if turn.end_gate is not None:
+            self.wfile.write(b"".join(chunks[:-1]))
+            self.wfile.flush()
+            turn.end_gate.wait(HOLD_LIMIT)
+            chunks = chunks[-1:]
+        self.wfile.write(b"".join(chunks))
 
 
 def _events(

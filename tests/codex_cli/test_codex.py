@@ -19,6 +19,7 @@ from dashboard.costs.selectors import SessionUsage
 from tests.capturing_server import CapturingServer
 from tests.claude_cli.conftest import Lead, board_get, wait_until
 from tests.client.conftest import make_repository
+from tests.codex_cli.conftest import MODEL
 from tests.codex_cli.model_server import plan, say, shell, spawn_agent, wait_agent
 from tests.conftest import parse_html
 from todos.enforcer import continuation_prompt, reminder_text
@@ -365,3 +366,61 @@ def test_the_board_shows_the_tokens_of_every_response_the_model_gave(
         raise AssertionError(f"{error} Stored: {rows}\n{project.report(result)}") from None
     total = SessionUsage(input_tokens=(1000 + 70 + 500) * responses)
     assert text == f"{total.tokens_text} tokens · no cost reported"
+
+
+def test_a_budget_of_a_cent_refuses_the_next_command_and_the_model_reads_why(
+    server_factory, connect, model
+):
+    """The lead's own budget: a cent a day, stopping at its limit. Codex reports tokens only,
+    so the board prices them from its price table. The first response's usage (two cents)
+    reaches the board while its command runs; the next command is refused."""
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    project.env["OTEL_EXPORTER_OTLP_HEADERS"] = f"Authorization=Bearer {board.token}"
+    lead = Lead(board)
+    # The scripted model's price, as an admin adds it: 2,000 input tokens are $0.02.
+    price = {"new-model": MODEL, "new-input": "10", "new-output": "10"}
+    price |= {"new-cache_read": "1", "new-cache_write": "1"}
+    assert lead.post("/settings/prices/", price)[0] == 200
+    ((user_pk,),) = board.query("SELECT id FROM auth_user WHERE username = %s", (board.username,))
+    status, _ = lead.post(
+        f"/budgets/person/{user_pk}/", {"limit": "0.01", "period": "day", "stop_at_limit": "on"}
+    )
+    assert status == 200
+    model.input_tokens, model.output_tokens = 2000, 0
+    # Codex exports its events every second: the first response's end, and so its usage, waits
+    # until its command has started, so that the command runs whenever the export comes.
+    waiting = shell("sleep 4").hold_end()
+    refused = shell("touch refused.txt")
+    model.add(waiting, refused, say("Stopped."))
+
+    def sleeping() -> bool:
+        # The board stores the step as it answers the command's PreToolUse hook.
+        steps = board.query("SELECT COUNT(*) FROM activity_step WHERE summary = 'sleep 4'")
+        return steps[0][0] == 1
+
+    running = project.start("Wait, then touch a file")
+    try:
+        wait_until(sleeping, "the first command to start")
+    finally:
+        waiting.release_end()
+    result = project.finish(running)
+
+    assert result.returncode == 0, project.report(result)
+    assert "Process exited with code 0" in (model.output_of(waiting) or ""), project.report(result)
+    sentence = (
+        f"Agentboard: the budget for {board.username} ($0.01 a day) is spent; a reviewer "
+        "must raise it or let this session continue."
+    )
+    # Codex hands a PreToolUse hook's reason to the model inside a sentence of its own.
+    told = model.output_of(refused) or ""
+    assert told.startswith(f"Command blocked by PreToolUse hook: {sentence}"), (
+        f"{told}\n{project.report(result)}"
+    )
+    assert not (project.directory / "refused.txt").exists()
+    step = board.query("SELECT outcome FROM activity_step WHERE summary = 'touch refused.txt'")
+    assert step == [("denied",)]
+    blocked = board.query(
+        "SELECT COUNT(*) FROM dashboard_auditentry WHERE action = 'budget.blocked'"
+    )
+    assert blocked[0][0] >= 1

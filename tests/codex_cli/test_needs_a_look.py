@@ -7,29 +7,14 @@ next turn is held while the test reads the board, as a lead would find the sessi
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from tests.claude_cli.conftest import Concern, Lead, board_get, concerns, wait_until
-from tests.codex_cli.conftest import RUN_TIMEOUT, Project
 from tests.codex_cli.model_server import say, shell
 
 pytestmark = pytest.mark.codex_cli
 
 QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
-
-
-def finish(project: Project, running: subprocess.Popen[str]) -> None:
-    """`codex exec`, released, runs to its end."""
-    try:
-        stdout, stderr = running.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        running.kill()
-        stdout, stderr = running.communicate()
-        raise AssertionError(f"codex exec did not finish.\n{stderr}\n{project.report()}") from None
-    result = subprocess.CompletedProcess(running.args, running.returncode, stdout, stderr)
-    assert running.returncode == 0, project.report(result)
 
 
 def test_the_same_failing_command_three_times_needs_a_look_until_a_healthy_step(
@@ -64,7 +49,8 @@ def test_the_same_failing_command_three_times_needs_a_look_until_a_healthy_step(
         assert "Looping: “ls /no/such/dir” failed 3 times in a row" in looks.inbox
     finally:
         healthy.release()
-    finish(project, running)
+    result = project.finish(running)
+    assert result.returncode == 0, project.report(result)
 
     # The model was told each failure by Codex itself; the different command then ran.
     for turn in failures:

@@ -268,7 +268,8 @@ def test_a_secret_in_a_model_name_is_never_stored(export):
 
 def codex_events(*counts: dict[str, int], conversation: str = SESSION):
     """Codex 0.169.0's export of one turn (recorded from the real CLI): its `codex.sse_event`s,
-    of which the last `response.completed` carries the token counts, among others."""
+    of which the last `response.completed` carries the token counts, among others. Its records
+    have no `time_unix_nano`, only the time its SDK observed them."""
     export = ExportLogsServiceRequest()
     resource = export.resource_logs.add()
     resource.resource.attributes.extend(attributes(service__name="codex_exec"))
@@ -276,7 +277,7 @@ def codex_events(*counts: dict[str, int], conversation: str = SESSION):
     common = {"conversation__id": conversation, "model": "scripted-model"}
     for number, figures in enumerate(counts):
         stamp = f"2026-11-26T11:37:07.{number:03d}Z"
-        bare = records.add(time_unix_nano=START + number)
+        bare = records.add(observed_time_unix_nano=START + number)
         bare.attributes.extend(
             attributes(
                 event__name="codex.sse_event",
@@ -285,7 +286,7 @@ def codex_events(*counts: dict[str, int], conversation: str = SESSION):
                 **common,
             )
         )
-        counted = records.add(time_unix_nano=START + number)
+        counted = records.add(observed_time_unix_nano=START + number)
         counted.attributes.extend(
             attributes(
                 event__name="codex.sse_event",
@@ -309,3 +310,11 @@ def test_codex_responses_give_its_tokens_and_no_cost(export):
     assert (got.input_tokens, got.output_tokens, got.cache_read_tokens) == (610, 55, 400)
     assert got.cost_micros == 0
     assert Session.objects.get(session_id=SESSION).client == Client.CODEX
+
+
+def test_a_codex_response_counts_when_codex_observed_it(export):
+    """Its records carry only their observed time: by it a response counts in its day (the
+    cost panels' and the budgets' periods)."""
+    assert export("/v1/logs", codex_events({"input": 10}, {"input": 20})).status_code == 200
+
+    assert sorted(Usage.objects.values_list("observed_ns", flat=True)) == [START, START + 1]

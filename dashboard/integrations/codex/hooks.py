@@ -8,6 +8,11 @@ enforcer's reminders and its continuation on Stop, and permission requests held 
 What Codex accepts back differs, and Codex refuses (fails closed on) anything else:
 - PermissionRequest: `decision` with `behavior` allow or deny and, for a deny, `message`. No
   rules to remember (`updatedPermissions`), no `updatedInput`, no `interrupt`.
+- PreToolUse: `hookSpecificOutput.permissionDecision` "deny" with a non-empty
+  `permissionDecisionReason` refuses the call (a spent budget's refusal, as Claude Code's);
+  the model reads "Command blocked by PreToolUse hook: <reason>. Command: <command>" (for
+  another tool: "Tool call blocked by PreToolUse hook: <reason>. Tool: <name>"). "allow" counts
+  only with `updatedInput`, "ask" never: Codex takes either as a failed hook and runs the call.
 - Stop: `{"decision": "block", "reason": ...}` continues the agent with `reason` as its prompt.
 - SessionStart, UserPromptSubmit, PostToolUse: `hookSpecificOutput.additionalContext`.
 """

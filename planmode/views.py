@@ -211,6 +211,8 @@ async def annotation_save(request: HttpRequest, plan_id: int) -> HttpResponse:
     """Add a comment on selected text of a waiting plan, or change one (`annotation`)."""
     user = await request.auser()
     if not (await aaudience_of(user)).reviews_anything:
+        # A plan they may not see is not there for them (404), as on every page.
+        await sync_to_async(_get_plan)(plan_id, user)
         return HttpResponse(
             "Only reviewers can comment on plans; ask an admin for the review permission.",
             status=403,
@@ -238,6 +240,7 @@ async def annotation_save(request: HttpRequest, plan_id: int) -> HttpResponse:
 async def annotation_remove(request: HttpRequest, plan_id: int, annotation_id: int) -> HttpResponse:
     user = await request.auser()
     if not (await aaudience_of(user)).reviews_anything:
+        await sync_to_async(_get_plan)(plan_id, user)
         return HttpResponse(
             "Only reviewers can remove comments on plans.", status=403, content_type="text/plain"
         )

@@ -40,6 +40,8 @@ HOST_LENGTH = 255
 PROJECT_NAME_LENGTH = 200
 # A host name, as machines name themselves: letters, digits, dots, dashes, underscores.
 HOST_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Markup and quotes: no repository host allows them in a path, and a page must never get them.
+MARKUP = frozenset("<>\"'`")
 # scp-like git addresses: "git@github.com:acme/shop.git", "github.com:acme/shop".
 SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?P<path>(?!//)\S+)$")
 
@@ -59,7 +61,7 @@ def normalize_repository(remote: str) -> str:
     """One name per repository, whatever the spelling of its remote: "github.com/acme/shop"
     for `git@github.com:acme/shop.git`, `https://user:token@github.com/acme/shop`,
     `ssh://git@github.com:22/acme/shop.git`. Never keeps credentials. "" when `remote` is not a
-    repository address."""
+    repository address (control characters, lone surrogates, markup)."""
     remote = remote.strip()
     if not remote or len(remote) > REPOSITORY_LENGTH * 2:
         return ""
@@ -82,7 +84,11 @@ def normalize_repository(remote: str) -> str:
     if not path or not host:
         return ""
     name = f"{host.lower()}/{path}"
-    if not _printable(name) or any(part in {"", ".", ".."} for part in path.split("/")):
+    if (
+        not _printable(name)
+        or not MARKUP.isdisjoint(name)
+        or any(part in {"", ".", ".."} for part in path.split("/"))
+    ):
         return ""
     return name[:REPOSITORY_LENGTH]
 

@@ -13,11 +13,8 @@ one small one.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -26,7 +23,7 @@ from dashboard.activity.models import Concern
 from dashboard.core.changes import Changes
 from dashboard.core.sql import any_row
 from dashboard.core.visibility import audiences_of
-from dashboard.models import Project, Session
+from dashboard.models import Session
 from dashboard.notifications.messages import (
     Notice,
     concern_notice,
@@ -36,6 +33,7 @@ from dashboard.notifications.messages import (
     session_notice,
 )
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
+from dashboard.notifications.routing import ASKED_FIRST, named_reviewers, told_at
 from planmode.models import PermissionRequest, Plan
 from todos.models import Continuation
 
@@ -137,32 +135,9 @@ def _notices(changes: Changes) -> Iterable[Notice]:
             yield session_notice(session)
 
 
-# The waits a project's own reviewers are asked first about.
-ASKED_FIRST = ("plan:", "permission:")
-
-
-def _asked_first(notices: list[Notice]) -> dict[str, set[int]]:
-    """For each notice of a plan or a permission request waiting in a project that names its
-    reviewers: those reviewers (one query, none without such notices)."""
-    waiting = [
-        notice
-        for notice in notices
-        if notice.event == Event.WAITING
-        and notice.about.startswith(ASKED_FIRST)
-        and notice.session.project_record_id is not None
-    ]
-    if not waiting:
-        return {}
-    named: dict[int, set[int]] = defaultdict(set)
-    projects = {notice.session.project_record_id for notice in waiting}
-    rows = Project.reviewers.through.objects.filter(project_id__in=projects)
-    for project_pk, user_pk in rows.values_list("project_id", "user_id"):
-        named[project_pk].add(user_pk)
-    return {
-        notice.key: named[notice.session.project_record_id]
-        for notice in waiting
-        if named.get(notice.session.project_record_id)
-    }
+def _waiting_kind(notice: Notice) -> str:
+    """What waits, as the inbox names it ("plan", "permission"...); "" for what does not wait."""
+    return notice.about.partition(":")[0] if notice.event == Event.WAITING else ""
 
 
 def _cancel_fallbacks(changes: Changes) -> None:
@@ -191,16 +166,19 @@ def _deliveries(notices: list[Notice]) -> list[Delivery]:
     audiences = audiences_of(
         [target.owner_id for target in targets] + [device.user_id for device in devices]
     )
-    first = _asked_first(notices)
-    later = timezone.now() + timedelta(minutes=settings.AGENTBOARD_REVIEW_FALLBACK_MINUTES)
+    asked_first = [notice for notice in notices if _waiting_kind(notice) in ASKED_FIRST]
+    named = named_reviewers(notice.session.project_record_id for notice in asked_first)
+    now = timezone.now()
 
     def when(notice: Notice, user_pk: int) -> dict:
         """A project that names its reviewers asks them (and the session's owner) first: the
-        others are told later, unless it was answered meanwhile (`_cancel_fallbacks`)."""
-        named = first.get(notice.key)
-        if named and user_pk not in named and user_pk != notice.session.owner_id:
-            return {"next_attempt_at": later}
-        return {}
+        others are told later (`routing`), unless it was answered meanwhile
+        (`_cancel_fallbacks`)."""
+        kind = _waiting_kind(notice)
+        if not kind:
+            return {}
+        at = told_at(kind=kind, session=notice.session, user_pk=user_pk, since=now, named=named)
+        return {"next_attempt_at": at} if at > now else {}
 
     rows = []
     for notice in notices:

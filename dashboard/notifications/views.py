@@ -7,7 +7,7 @@ add their own. A target gets only what its owner may see. Devices are each user'
 from __future__ import annotations
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from django.conf import settings
@@ -30,6 +30,7 @@ from dashboard.core.visibility import Audience, audience_of
 from dashboard.models import AuditAction
 from dashboard.notifications.messages import cut
 from dashboard.notifications.models import Delivery, Event, PushDevice, WebhookTarget
+from dashboard.notifications.routing import ASKED_FIRST, named_reviewers, told_at
 from dashboard.notifications.safety import UnsafeURL, check_form, check_url, host_of, mask_url
 from dashboard.notifications.senders import new_client, public_key, send_webhook
 from dashboard.web.views import settings_page
@@ -321,10 +322,26 @@ STOPPED_RECENTLY = timedelta(minutes=30)
 @login_required
 @require_GET
 def waiting(request: HttpRequest) -> JsonResponse:
-    """Everything waiting on the user, for desktop notifications (text only: the browser's
-    notification shows it as text)."""
+    """What the user is to be told of now, for desktop notifications (text only: the
+    browser's notification shows it as text): what waits on them, except what a project asks
+    its own reviewers about first while the others' turn has not come (`routing`). The page
+    asks again when it does (`later_in`, in seconds)."""
+    now = timezone.now()
+    # Decided ones in their undo window wait on nobody.
+    waits = [item for item in inbox_items(audience_of(request.user)) if not item.staged]
+    named = named_reviewers(
+        item.session.project_record_id for item in waits if item.kind in ASKED_FIRST
+    )
     items = []
-    for item in inbox_items(audience_of(request.user)):
+    held: list[datetime] = []
+    for item in waits:
+        at = told_at(
+            kind=item.kind, session=item.session, user_pk=request.user.pk, since=item.since,
+            named=named,
+        )  # fmt: skip
+        if at > now:
+            held.append(at)
+            continue
         if item.kind == "plan" and item.plan:
             what = f"Plan rev {item.plan.revision}: {item.plan.title}"
             url = reverse("plan-review", args=[item.pk])
@@ -356,7 +373,8 @@ def waiting(request: HttpRequest) -> JsonResponse:
                 "url": reverse("session-board", args=[stop.agent.session.session_id]),
             }
         )
-    return JsonResponse({"items": items})
+    later_in = (min(held) - now).total_seconds() if held else None
+    return JsonResponse({"items": items, "later_in": later_in})
 
 
 def _stopped_unfinished(audience: Audience) -> list[Continuation]:

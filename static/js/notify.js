@@ -81,6 +81,14 @@
 
   var checking = false;
   var again = false;
+  var recheck = null;
+  /* What a project asks its own reviewers about first reaches the others later, with nothing
+     changing on the page then: the list says when to ask again. */
+  function askAgainIn(seconds) {
+    if (recheck) { clearTimeout(recheck); recheck = null; }
+    if (typeof seconds !== "number") return;
+    recheck = setTimeout(function () { recheck = null; check(true); }, Math.min(seconds * 1000 + 250, 2147483647));
+  }
   function check(announce) {
     if (!notifyOn() || !document.getElementById("plans-waiting")) return;
     // Another tab is the one that shows them (and remembers what it showed).
@@ -90,6 +98,7 @@
     fetch("/settings/notifications/waiting.json", { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) { return response.ok ? response.json() : { items: [] }; })
       .then(function (data) {
+        askAgainIn(data.later_in);
         data.items.forEach(function (item) {
           // Read again for each item: a tab that showed it may have closed meanwhile.
           if (seen()[item.key]) return;

@@ -48,7 +48,9 @@ def test_nested_groups_and_self_hosted_servers_keep_their_whole_path():
     "remote",
     ["", "   ", "/home/dana/shop", "file:///srv/git/shop.git", "../shop", "https://github.com/",
      "https://github.com/acme/../etc", "git@github.com:acme/sh\x00op", "x" * 700,
-     "http://[::1", "<script>alert(1)</script>"],
+     "http://[::1", "<script>alert(1)</script>", "https://x.com/<b>/y",
+     'https://x.com/acme/"onmouseover=alert(1)', "git@github.com:acme/\ud800.git",
+     "https://github.com/acme/sh\x00op"],
 )  # fmt: skip
 def test_what_is_not_a_repository_address_names_no_project(remote):
     assert normalize_repository(remote) == ""
@@ -120,6 +122,12 @@ def test_the_first_report_sticks_and_a_different_one_is_ignored_with_a_log_line(
         {HOST_HEADER: "tab\there"},
         {REPOSITORY_HEADER: "<img src=x onerror=alert(1)>"},
         {REPOSITORY_HEADER: "https://github.com/" + "a/" * 400},
+        {HOST_HEADER: "box\x00one", REPOSITORY_HEADER: "https://github.com/acme/sh\x00op"},
+        {HOST_HEADER: "box\ud800", REPOSITORY_HEADER: "git@github.com:acme/\ud800.git"},
+        # A lone surrogate's UTF-8 bytes, as a header carries them (read as latin-1).
+        {HOST_HEADER: "box\xed\xa0\x80", REPOSITORY_HEADER: "https://github.com/acme/\xed\xa0\x80"},
+        {REPOSITORY_HEADER: "https://x.com/<b>/y"},
+        {REPOSITORY_HEADER: "git@x.com:acme/<script>alert(1)</script>.git"},
     ],
 )
 def test_a_hostile_or_oversize_value_is_ignored_and_the_hook_still_works(hook, headers, caplog):
@@ -129,6 +137,19 @@ def test_a_hostile_or_oversize_value_is_ignored_and_the_hook_still_works(hook, h
     assert "<" not in session.host + session.repository
     assert session.project_record.key == "folder:shop"
     assert "ignored" in caplog.text
+
+
+def test_hostile_values_never_reach_a_page_as_markup(hook, user, client):
+    start(hook, {REPOSITORY_HEADER: "https://x.com/<b>/y", HOST_HEADER: "<b>box</b>"})
+    start(hook, {REPOSITORY_HEADER: "git@github.com:acme/\ud800\x00.git",
+                 HOST_HEADER: "box\ud800"}, session_id="second-session")  # fmt: skip
+    client.force_login(user)
+    for url in ("/", f"/sessions/{SESSION_ID}/", "/sessions/second-session/", "/projects/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        page = response.content.decode()
+        assert "<b>" not in page and "&lt;b&gt;" not in page, url
+        assert "\x00" not in page, url
 
 
 def test_a_warm_session_costs_no_query_for_its_origin(hook):

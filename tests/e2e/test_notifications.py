@@ -8,11 +8,16 @@ granted to the origin), and the test reads that record."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import login, screenshot
+from tests.e2e.seed import add_owner
 from tests.liveserver import LiveServer
 from tests.notifications.receivers import Receiver, verify_signature
 
@@ -37,11 +42,14 @@ RECORD = """
 """
 
 
-def submit_plan(server: LiveServer, session: str, title: str) -> int:
+def submit_plan(server: LiveServer, session: str, title: str, token: str = "") -> int:
     request = urllib.request.Request(
         f"{server.url}/api/v1/sessions/{session}/agents/{session}/plans",
         json.dumps({"plan": f"# {title}\n\nDo it."}).encode(),
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+        headers={
+            "Authorization": f"Bearer {token or server.token}",
+            "Content-Type": "application/json",
+        },
     )
     with urllib.request.urlopen(request) as response:
         return json.load(response)["id"]
@@ -119,14 +127,73 @@ def test_a_new_plan_notifies_once_and_the_reviewers_own_decision_does_not(
         context.close()
 
 
-def agent_call(server: LiveServer, method: str, path: str, body: dict) -> None:
+def agent_call(
+    server: LiveServer, method: str, path: str, body: dict, headers: dict | None = None
+) -> None:
     request = urllib.request.Request(
         f"{server.url}{path}",
         json.dumps(body).encode(),
         method=method,
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+        headers={
+            "Authorization": f"Bearer {server.token}",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
     )
     urllib.request.urlopen(request).close()
+
+
+NAMED_REVIEWER = """
+from django.contrib.auth import get_user_model
+from dashboard.models import Project
+mia = get_user_model().objects.create_user("mia", password="not-used-here")
+project = Project.objects.create(key="github.com/acme/shop", name="shop",
+                                 repository="github.com/acme/shop")
+project.reviewers.add(mia)
+"""
+
+
+def test_a_project_that_names_its_reviewers_notifies_the_others_after_the_fallback(
+    chromium, server_factory
+):
+    # Three seconds: the lead, who is not the project's named reviewer, hears of it then.
+    server = server_factory(env={"AGENTBOARD_REVIEW_FALLBACK_MINUTES": "0.05"})
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", NAMED_REVIEWER],
+        cwd=Path(__file__).resolve().parents[2], env=server.env, check=True, capture_output=True,
+    )  # fmt: skip
+    # Raj's agent (the lead is not its owner, who is told at once) reports its repository
+    # first, so its plan is the project's from the start.
+    raj = add_owner(server, "raj")
+    agent_call(
+        server, "PUT", "/api/v1/sessions/sess-shop/agents/sess-shop/todos", {"todos": []},
+        headers={"X-Agentboard-Repository": "git@github.com:acme/shop.git",
+                 "Authorization": f"Bearer {raj}"},
+    )  # fmt: skip
+    context = chromium.new_context(viewport={"width": 1280, "height": 860})
+    context.grant_permissions(["notifications"], origin=server.url)
+    context.add_init_script(RECORD)
+    page = context.new_page()
+    try:
+        login(page, server)
+        page.goto(f"{server.url}/settings/")
+        page.get_by_role("button", name="Turn on desktop notifications").click()
+        page.get_by_role("button", name="Turn off desktop notifications").wait_for()
+        page.goto(f"{server.url}/")
+        page.locator("#connection[data-state=live]").wait_for()
+
+        submitted = time.monotonic()
+        plan = submit_plan(server, "sess-shop", "Cursor pagination", token=raj)
+        # The count says so at once; the notification waits for the lead's turn.
+        page.wait_for_function(
+            "() => document.getElementById('plans-waiting').dataset.count === '1'"
+        )
+        assert notes(page) == []
+        page.wait_for_function("() => (window.__notes || []).length >= 1", timeout=15_000)
+        assert time.monotonic() - submitted >= 2.5
+        assert [note["tag"] for note in notes(page)] == [f"plan-{plan}"]
+    finally:
+        context.close()
 
 
 def test_an_agent_that_stops_with_tasks_left_notifies(chromium, agentboard_server):

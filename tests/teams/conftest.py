@@ -2,7 +2,8 @@
 
 - sam reviews the Shop team; dana is a member of it and owns a session in its project, where
   a plan, a permission request, a countdown and an agent that needs a look all wait;
-- ana reviews another team (Infra): the member of another team every surface must refuse;
+- ana reviews another team (Infra): the member of another team every surface must refuse (and
+  `outsider` adds raj, a plain member of Infra);
 - lead is an admin (a superuser), who sees everything.
 """
 
@@ -103,6 +104,16 @@ def world(db, reviewer, user, other_user) -> World:
         dana=dana,
         ana=ana,
     )
+
+
+@pytest.fixture(params=["reviewer", "member"], ids=["its reviewer", "a member"])
+def outsider(request, world: World) -> User:
+    """Someone of another team (Infra): ana, its reviewer, or raj, a plain member of it."""
+    if request.param == "reviewer":
+        return world.ana
+    raj = User.objects.create_user("raj", password="a-long-password-7")
+    Membership.objects.create(team=world.infra, user=raj, role=TeamRole.MEMBER)
+    return raj
 
 
 def token_of(user: User) -> str:

@@ -44,17 +44,17 @@ async def closed_with(socket) -> int:
     return message["code"]
 
 
-async def test_another_teams_board_and_review_page_are_not_there(world, browser):
-    ana = await browser(world.ana, f"/ws/board/?session={SESSION_ID}")
+async def test_another_teams_board_and_review_page_are_not_there(world, browser, outsider):
+    ana = await browser(outsider, f"/ws/board/?session={SESSION_ID}")
     assert await closed_with(ana) == NOT_FOUND
-    review = await browser(world.ana, f"/ws/board/?plans={world.plan.pk}")
+    review = await browser(outsider, f"/ws/board/?plans={world.plan.pk}")
     assert await closed_with(review) == NOT_FOUND
     sam = await browser(world.sam, f"/ws/board/?session={SESSION_ID}")
     assert "Orders paging" in await sam.receive_from(timeout=5)
 
 
-async def test_an_overview_hears_only_the_rows_its_viewer_may_see(world, browser):
-    ana = await browser(world.ana, "/ws/board/")
+async def test_an_overview_hears_only_the_rows_its_viewer_may_see(world, browser, outsider):
+    ana = await browser(outsider, "/ws/board/")
     sam = await browser(world.sam, "/ws/board/")
     row = f'id="session-row-{world.session.pk}"'
     assert row not in await ana.receive_from(timeout=5)

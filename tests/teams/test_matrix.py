@@ -1,6 +1,7 @@
-"""The auth matrix, row "member of another team": every surface that shows or changes a
-session refuses ana, who reviews another team, as if the Shop session did not exist; the same
-surfaces serve sam, the Shop team's reviewer (so each row can fail)."""
+"""The auth matrix, rows "member of another team": every surface that shows or changes a
+session refuses ana, who reviews another team, and raj, a plain member of it, as if the Shop
+session did not exist; the same surfaces serve sam, the Shop team's reviewer (so each row can
+fail)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from django.test import Client
 from dashboard.core.changes import Changes
 from dashboard.core.visibility import audience_of
 from dashboard.notifications import outbox
-from dashboard.notifications.models import Delivery, WebhookTarget
+from dashboard.notifications.models import Delivery, PushDevice, WebhookTarget
 from planmode.inbox import inbox_count
-from planmode.models import PermissionRequest, Plan, RequestStatus
+from planmode.models import Annotation, PermissionRequest, Plan, RequestStatus
 from tests.conftest import AgentApi, parse_html
+from tests.notifications.receivers import PushBrowser
 from tests.teams.conftest import World, token_of
 
 pytestmark = pytest.mark.django_db
@@ -49,6 +51,12 @@ def request_answered(response, world: World) -> bool:
     return PermissionRequest.objects.get(pk=world.request.pk).status != RequestStatus.PENDING
 
 
+def a_comment(world: World) -> Annotation:
+    return Annotation.objects.create(
+        plan=world.plan, quote="Page the orders list", comment="Why?", author=world.sam
+    )
+
+
 SURFACES = [
     Surface("overview", lambda c, w: c.get("/"), mentions(lambda w: "Orders paging")),
     Surface("board", lambda c, w: c.get(f"/sessions/{w.session.session_id}/"), status(200)),
@@ -71,6 +79,11 @@ SURFACES = [
             {"quote": "Page the orders list", "kind": "comment", "comment": "Why?"},
         ),
         lambda response, world: world.plan.annotations.exists(),
+    ),
+    Surface(
+        "plan comment removal",
+        lambda c, w: c.post(f"/plans/{w.plan.pk}/annotations/{a_comment(w).pk}/remove/"),
+        lambda response, world: not world.plan.annotations.exists(),
     ),
     Surface("inbox", lambda c, w: c.get("/inbox/"), mentions(lambda w: "make release-orders")),
     Surface(
@@ -120,8 +133,8 @@ def signed_in(user: User) -> Client:
 
 
 @pytest.mark.parametrize("surface", SURFACES, ids=lambda surface: surface.name)
-def test_a_member_of_another_team_is_refused(world, surface):
-    response = surface.visit(signed_in(world.ana), world)
+def test_a_member_of_another_team_is_refused(world, surface, outsider):
+    response = surface.visit(signed_in(outsider), world)
     assert not surface.shows(response, world)
     if hasattr(response, "status_code") and response.status_code >= 400:
         # Not there, rather than forbidden: its existence is not told either.
@@ -134,32 +147,61 @@ def test_the_teams_reviewer_is_served(world, surface):
     assert surface.shows(response, world), getattr(response, "content", b"")[:300]
 
 
-def test_the_api_search_finds_nothing_for_another_teams_token(world, client):
-    ana = AgentApi(client, token_of(world.ana))
+def test_the_api_search_finds_nothing_for_another_teams_token(world, client, outsider):
+    ana = AgentApi(client, token_of(outsider))
     sam = AgentApi(client, token_of(world.sam))
     assert ana.get("/api/v1/search?q=pagination").json() == {"results": []}
     assert sam.get("/api/v1/search?q=pagination").json()["results"]
 
 
-def test_the_header_counts_nothing_of_another_team(world):
-    assert inbox_count(audience_of(world.ana)).total == 0
+def test_the_header_counts_nothing_of_another_team(world, outsider):
+    assert inbox_count(audience_of(outsider)).total == 0
     assert inbox_count(audience_of(world.sam)).total == 4
 
 
-def test_webhooks_and_phones_of_another_team_hear_nothing(world):
-    for person in (world.ana, world.sam):
+def add_phone(user: User) -> PushDevice:
+    """A phone subscribed as a browser subscribes (its own keys), at its push service."""
+    subscription = PushBrowser().subscription(f"https://push.example/{user.username}")
+    return PushDevice.objects.create(
+        user=user,
+        name=f"{user.username}'s phone",
+        endpoint=subscription["endpoint"],
+        p256dh=subscription["keys"]["p256dh"],
+        auth=subscription["keys"]["auth"],
+        base_url="http://board.test",
+    )
+
+
+@pytest.mark.parametrize("waits", ["plan", "permission request"])
+def test_webhooks_and_phones_of_another_team_hear_nothing(world, outsider, waits):
+    for person in (outsider, world.sam):
         WebhookTarget.objects.create(
             owner=person, name=person.username, url="https://chat.example/hook",
             events=["waiting"], kind="json",
         )  # fmt: skip
+        add_phone(person)
     Delivery.objects.all().delete()
+    changes = (
+        Changes(plans={world.plan.pk})
+        if waits == "plan"
+        else Changes(permission_requests={world.request.pk})
+    )
     with transaction.atomic():
-        outbox.enqueue(Changes(plans={world.plan.pk}))
-    told = set(Delivery.objects.values_list("target__owner__username", flat=True))
-    assert told == {"sam"}
+        outbox.enqueue(changes)
+    hooks = set(
+        Delivery.objects.filter(target__isnull=False).values_list(
+            "target__owner__username", flat=True
+        )
+    )
+    phones = set(
+        Delivery.objects.filter(device__isnull=False).values_list(
+            "device__user__username", flat=True
+        )
+    )
+    assert (hooks, phones) == ({"sam"}, {"sam"})
 
 
-def test_the_overview_filters_offer_nothing_of_another_team(world):
-    page = parse_html(signed_in(world.ana).get("/").content)
+def test_the_overview_filters_offer_nothing_of_another_team(world, outsider):
+    page = parse_html(signed_in(outsider).get("/").content)
     offered = {option.text() for option in page.find_all("option")}
     assert "shop" not in offered and "dana" not in offered

@@ -15,11 +15,13 @@ from dashboard.core.changes import Changes
 from dashboard.core.visibility import audience_of
 from dashboard.models import Membership, Session, TeamRole
 from dashboard.notifications import outbox
-from dashboard.notifications.models import Delivery, WebhookTarget
-from planmode.inbox import inbox_items
-from planmode.models import Plan, PlanApproval
+from dashboard.notifications.models import Delivery, PushDevice, WebhookTarget
+from planmode.inbox import inbox_count, inbox_items
+from planmode.models import PermissionRequest, Plan, PlanApproval
+from planmode.permissions import input_key
 from planmode.services import plan_submit
 from tests.conftest import parse_html
+from tests.notifications.receivers import PushBrowser
 from tests.teams.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +107,38 @@ def test_a_projects_own_reviewer_finds_its_waits_at_the_top_of_the_inbox(world, 
     ]
 
 
+def test_a_projects_own_reviewer_finds_its_permission_requests_at_the_top_of_the_inbox(world, mia):
+    # An older request in a session no team owns, which mia answers as well (review
+    # permission).
+    open_plan = plan_submit(
+        owner=world.ana, session_id="open-1", agent_id="open-1", plan="# Older",
+        plan_file_path=None, source=Plan.Source.API,
+    ).plan  # fmt: skip
+    older = PermissionRequest.objects.create(
+        session=open_plan.session, agent=open_plan.agent, tool_name="Bash",
+        tool_input={"command": "make docs"}, input_key=input_key("Bash", {"command": "make docs"}),
+        requested_at=timezone.now() - timedelta(hours=1),
+    )  # fmt: skip
+    from django.contrib.auth.models import Permission
+
+    mia.user_permissions.add(Permission.objects.get(codename="review_plan"))
+
+    def requests_in_her_inbox() -> list[int]:
+        her = audience_of(User.objects.get(pk=mia.pk))
+        return [item.pk for item in inbox_items(her) if item.kind == "permission"]
+
+    assert requests_in_her_inbox() == [older.pk, world.request.pk]
+    world.project.reviewers.add(mia)
+    assert requests_in_her_inbox() == [world.request.pk, older.pk]
+    page = parse_html(signed_in(mia).get("/inbox/").content)
+    rows = [
+        row.attrs["id"]
+        for row in page.iter()
+        if (row.attrs.get("id") or "").startswith("inbox-permission-")
+    ]
+    assert rows == [f"inbox-permission-{world.request.pk}", f"inbox-permission-{older.pk}"]
+
+
 def test_a_named_member_decides_the_projects_plans(world):
     assert decide(world.dana, world.plan, "approve").status_code == 403
     world.project.reviewers.add(world.dana)
@@ -112,27 +146,124 @@ def test_a_named_member_decides_the_projects_plans(world):
     assert Plan.objects.get(pk=world.plan.pk).status == "approved"
 
 
-def test_its_own_reviewers_are_told_at_once_and_the_others_later_unless_answered(world, mia):
+WAITS = ["plan", "permission"]
+
+
+def the_wait(world: World, kind: str) -> Plan | PermissionRequest:
+    return world.plan if kind == "plan" else world.request
+
+
+def answer(user: User, world: World, kind: str) -> None:
+    """The reviewer answers it in the browser: approves the plan, allows the request."""
+    if kind == "plan":
+        assert decide(user, world.plan, "approve").status_code == 302
+    else:
+        url = f"/inbox/requests/{world.request.pk}/decide/"
+        assert signed_in(user).post(url, {"action": "allow"}).status_code == 302
+    wait = the_wait(world, kind)
+    wait.refresh_from_db()
+    assert wait.status != "pending"
+
+
+def waited_since(world: World, kind: str, minutes: float) -> None:
+    """It began to wait this long ago."""
+    since = timezone.now() - timedelta(minutes=minutes)
+    if kind == "plan":
+        Plan.objects.filter(pk=world.plan.pk).update(submitted_at=since)
+    else:
+        PermissionRequest.objects.filter(pk=world.request.pk).update(requested_at=since)
+
+
+def add_phone(user: User) -> PushDevice:
+    subscription = PushBrowser().subscription(f"https://push.example/{user.username}")
+    return PushDevice.objects.create(
+        user=user, name="phone", endpoint=subscription["endpoint"],
+        p256dh=subscription["keys"]["p256dh"], auth=subscription["keys"]["auth"],
+        base_url="http://board.test",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", WAITS)
+def test_its_own_reviewers_are_told_at_once_and_the_others_later_unless_answered(world, mia, kind):
     world.project.reviewers.add(world.sam)
     for person in (world.sam, mia):
         WebhookTarget.objects.create(
             owner=person, name=person.username, url="https://chat.example/hook",
             events=["waiting"], kind="json",
         )  # fmt: skip
+        add_phone(person)
     Delivery.objects.all().delete()
+    changes = (
+        Changes(plans={world.plan.pk})
+        if kind == "plan"
+        else Changes(permission_requests={world.request.pk})
+    )
     with transaction.atomic():
-        outbox.enqueue(Changes(plans={world.plan.pk}))
+        outbox.enqueue(changes)
     soon = timezone.now() + timedelta(minutes=1)
     due = {
-        d.target.owner.username: d.next_attempt_at <= soon
-        for d in Delivery.objects.select_related("target__owner")
+        (d.target.owner.username if d.target else f"{d.device.user.username}'s phone"): (
+            d.next_attempt_at <= soon
+        )
+        for d in Delivery.objects.select_related("target__owner", "device__user")
     }
-    assert due == {"sam": True, "mia": False}
+    assert due == {"sam": True, "sam's phone": True, "mia": False, "mia's phone": False}
 
-    assert decide(world.sam, world.plan, "approve").status_code == 302
-    # Answered: mia is not told of it later.
+    answer(world.sam, world, kind)
+    # Answered: mia is not told of it later, on her webhook or her phone.
     waiting = Delivery.objects.filter(event="waiting")
-    assert set(waiting.values_list("target__owner__username", flat=True)) == {"sam"}
+    told = {d.target.owner.username if d.target else "sam's phone" for d in waiting}
+    assert told == {"sam", "sam's phone"}
+
+
+def desktop(user: User) -> dict:
+    """What the user's open page is to show as desktop notifications now."""
+    response = signed_in(user).get("/settings/notifications/waiting.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def keys(answer: dict) -> set[str]:
+    return {item["key"] for item in answer["items"]}
+
+
+@pytest.mark.parametrize("kind", WAITS)
+def test_the_desktop_tells_its_own_reviewers_at_once_and_the_others_after_the_fallback(
+    world, mia, kind, settings
+):
+    settings.AGENTBOARD_REVIEW_FALLBACK_MINUTES = 10
+    world.project.reviewers.add(world.sam)
+    key = f"{kind}-{the_wait(world, kind).pk}"
+    assert key in keys(desktop(world.sam))
+    assert key in keys(desktop(world.dana))  # the session's owner
+    held = desktop(mia)
+    assert key not in keys(held)
+    # What the project does not ask its reviewers first about reaches her at once.
+    assert f"countdown-{world.countdown.pk}" in keys(held)
+    # Her page asks again when her turn comes.
+    assert 9 * 60 < held["later_in"] <= 10 * 60
+    # Only the notification waits: her inbox lists it and counts it from the start.
+    inbox = signed_in(mia).get("/inbox/").content.decode()
+    shown = world.plan.title if kind == "plan" else "make release-orders"
+    assert shown in inbox
+    assert inbox_count(audience_of(User.objects.get(pk=mia.pk))).total == 4
+
+    waited_since(world, kind, minutes=11)
+    assert key in keys(desktop(mia))
+
+
+@pytest.mark.parametrize("kind", WAITS)
+def test_once_answered_the_others_desktops_never_tell_of_it(world, mia, kind):
+    world.project.reviewers.add(world.sam)
+    answer(world.sam, world, kind)
+    waited_since(world, kind, minutes=11)
+    assert f"{kind}-{the_wait(world, kind).pk}" not in keys(desktop(mia))
+
+
+def test_without_named_reviewers_every_reviewer_is_told_at_once(world, mia):
+    told = desktop(mia)
+    assert {f"plan-{world.plan.pk}", f"permission-{world.request.pk}"} <= keys(told)
+    assert told["later_in"] is None
 
 
 def test_naming_a_reviewer_is_for_the_projects_reviewers_and_only_of_its_team(world, mia):

@@ -61,20 +61,42 @@ def test_a_new_folder_is_the_sessions_folder_and_a_line_of_history(hook):
 
 def test_an_idle_teammate_is_a_card_of_its_own_that_reads_idle(hook, client, user):
     hook(load_fixture("session_start.json"))
+    idle = load_fixture("teammate_idle.json")
+    # As 2.1.332 sends them: the teammate's turn ends (SubagentStop), then it goes idle.
+    hook(
+        load_fixture(
+            "subagent_stop.json",
+            agent_id=idle["agent_id"],
+            agent_type="reviewer",
+            agent_transcript_path=None,
+            last_assistant_message="The build passes.",
+        )
+    )
 
-    assert hook(load_fixture("teammate_idle.json")).json() == {}
+    assert hook(idle).json() == {}
 
-    teammate = Agent.objects.get(agent_id="b71e09c4d2a5f386")
+    teammate = Agent.objects.get(agent_id=idle["agent_id"])
     assert teammate.agent_type == "reviewer"
     assert teammate.parent.agent_id == SESSION_ID
+    # Idle, waiting for work: not stopped, as a subagent that handed back its report is.
+    assert teammate.status == Agent.Status.RUNNING
     assert teammate.turn_ended_at is not None
-    assert lines() == ["teammate reviewer of team shop-release is idle, waiting for work"]
+    # The team is the session's implicit one: naming it would tell a lead nothing.
+    assert lines() == ["teammate reviewer is idle, waiting for work"]
     client.force_login(user)
     page = parse_html(client.get(f"/sessions/{SESSION_ID}/").content)
     [card] = [
         c for c in page.find_all("article", cls="card") if c.attrs["id"] == f"agent-{teammate.pk}"
     ]
     assert "reviewer" in card.text() and "Idle" in card.text()
+
+
+def test_a_team_a_lead_named_is_named_in_the_history(hook):
+    hook(load_fixture("session_start.json"))
+
+    hook(load_fixture("teammate_idle.json", team_name="shop-release"))
+
+    assert lines() == ["teammate reviewer of team shop-release is idle, waiting for work"]
 
 
 def test_a_new_permission_mode_shows_at_once_and_once_in_history(hook):

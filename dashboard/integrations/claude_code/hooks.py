@@ -734,11 +734,19 @@ def session_event_record(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome
     else:
         assert isinstance(hook, TeammateIdleInput)
         name = hook.teammate_name or hook.agent_type or "a teammate"
-        team = f" of team {hook.team_name}" if hook.team_name else ""
+        named = hook.team_name and hook.team_name != implicit_team(hook.session_id)
+        team = f" of team {hook.team_name}" if named else ""
         text = bounded_text(f"teammate {name}{team} is idle, waiting for work")
         code = "teammate_idle"
     changes.enforcer_events.append(enforcer.session_note(agent=agent, text=text, code=code).pk)
     return Outcome(None, changes)
+
+
+def implicit_team(session_id: str) -> str:
+    """The team name Claude Code 2.1.332 makes up for a session's one implicit team
+    ("session-" and the session id's first eight characters): it names nothing a lead chose,
+    so the history leaves it out."""
+    return f"session-{session_id[:8]}"
 
 
 def _agent_stop(agent: Agent, now: Any) -> None:

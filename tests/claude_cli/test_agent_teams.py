@@ -38,11 +38,13 @@ TEAMS = {"CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}
 IDLE_LINE = "teammate reviewer is idle, waiting for work"
 
 
+@pytest.mark.parametrize("command", [False, True], ids=["http-hooks", "command-hooks"])
 def test_an_idle_teammate_is_a_card_of_its_own_that_reads_idle(
-    server_factory, connect, model, claude_code
+    server_factory, connect, model, claude_code, command
 ):
     board = server_factory(env=QUIET)
-    project = connect(board, record=("TeammateIdle", "SubagentStart"))
+    # As commands, TeammateIdle runs in the background where the version allows it.
+    project = connect(board, record=("TeammateIdle", "SubagentStart"), command=command)
     lead = Lead(board)
     spawn = tool(
         "Agent",

@@ -59,22 +59,62 @@ def test_a_new_folder_is_the_sessions_folder_and_a_line_of_history(hook):
     assert len(lines()) == 1
 
 
-def test_an_idle_teammate_is_a_card_of_its_own_that_reads_idle(hook, client, user):
+# The teammate's agent id as its own hooks give it; 2.1.197's TeammateIdle does not.
+TEAMMATE = "areviewer-a18936a3420b1662"
+
+
+@pytest.mark.parametrize("sample", ["teammate_idle.json", "teammate_idle_2.1.197.json"])
+def test_an_idle_teammate_is_a_card_of_its_own_that_reads_idle(hook, client, user, sample):
     hook(load_fixture("session_start.json"))
+    # As the real CLI sends them: the teammate starts, its turn ends, then it goes idle.
+    hook(load_fixture("subagent_start.json", agent_id=TEAMMATE, agent_type="reviewer"))
+    hook(
+        load_fixture(
+            "subagent_stop.json",
+            agent_id=TEAMMATE,
+            agent_type="reviewer",
+            agent_transcript_path=None,
+            last_assistant_message="The build passes.",
+        )
+    )
 
-    assert hook(load_fixture("teammate_idle.json")).json() == {}
+    assert hook(load_fixture(sample)).json() == {}
 
-    teammate = Agent.objects.get(agent_id="b71e09c4d2a5f386")
+    teammate = Agent.objects.get(agent_id=TEAMMATE)
     assert teammate.agent_type == "reviewer"
     assert teammate.parent.agent_id == SESSION_ID
+    # Idle, waiting for work: not stopped, as a subagent that handed back its report is.
+    assert teammate.status == Agent.Status.RUNNING
     assert teammate.turn_ended_at is not None
-    assert lines() == ["teammate reviewer of team shop-release is idle, waiting for work"]
+    main = Agent.objects.get(agent_id=SESSION_ID)
+    assert main.agent_type == "" and main.turn_ended_at is None
+    assert Agent.objects.count() == 2
+    # The team is the session's implicit one: naming it would tell a lead nothing.
+    assert lines() == ["teammate reviewer is idle, waiting for work"]
     client.force_login(user)
     page = parse_html(client.get(f"/sessions/{SESSION_ID}/").content)
     [card] = [
         c for c in page.find_all("article", cls="card") if c.attrs["id"] == f"agent-{teammate.pk}"
     ]
     assert "reviewer" in card.text() and "Idle" in card.text()
+
+
+def test_a_teammate_idle_before_any_of_its_own_hooks_still_gets_its_own_card(hook):
+    hook(load_fixture("session_start.json"))
+
+    hook(load_fixture("teammate_idle_2.1.197.json"))
+
+    teammate = Agent.objects.get(agent_id="reviewer@session-175ea8ed")
+    assert teammate.agent_type == "reviewer" and teammate.turn_ended_at is not None
+    assert Agent.objects.get(agent_id=SESSION_ID).agent_type == ""
+
+
+def test_a_team_a_lead_named_is_named_in_the_history(hook):
+    hook(load_fixture("session_start.json"))
+
+    hook(load_fixture("teammate_idle.json", team_name="shop-release"))
+
+    assert lines() == ["teammate reviewer of team shop-release is idle, waiting for work"]
 
 
 def test_a_new_permission_mode_shows_at_once_and_once_in_history(hook):

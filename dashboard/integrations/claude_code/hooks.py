@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ from dashboard.core.loops import Arrivals, keep
 from dashboard.core.origin import origin_note
 from dashboard.core.redaction import redact
 from dashboard.core.services import (
+    ID_PATTERN,
     ResolvedAgent,
     agent_resolve_for_update,
     agent_touch,
@@ -715,9 +717,8 @@ async def _session_event(owner: AbstractBaseUser, payload: dict[str, Any]) -> Ou
 
 
 def session_event_record(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome[None]:
-    if isinstance(hook, TeammateIdleInput) and not hook.agent_type and hook.teammate_name:
-        # Its card is named after the teammate when Claude Code gives it no agent type.
-        hook = hook.model_copy(update={"agent_type": hook.teammate_name})
+    if isinstance(hook, TeammateIdleInput):
+        hook = teammate_own(owner=owner, hook=hook)
     resolved, changes = hook_observe(owner=owner, hook=hook, notify=True)
     agent = resolved.agent
     session = agent.session
@@ -734,11 +735,44 @@ def session_event_record(*, owner: AbstractBaseUser, hook: HookInput) -> Outcome
     else:
         assert isinstance(hook, TeammateIdleInput)
         name = hook.teammate_name or hook.agent_type or "a teammate"
-        team = f" of team {hook.team_name}" if hook.team_name else ""
+        named = hook.team_name and not IMPLICIT_TEAM.fullmatch(hook.team_name)
+        team = f" of team {hook.team_name}" if named else ""
         text = bounded_text(f"teammate {name}{team} is idle, waiting for work")
         code = "teammate_idle"
     changes.enforcer_events.append(enforcer.session_note(agent=agent, text=text, code=code).pk)
     return Outcome(None, changes)
+
+
+# The name Claude Code gives a session's one implicit team ("session-" and eight hex digits,
+# as its own check reads it): it names nothing a lead chose, so the history leaves it out.
+IMPLICIT_TEAM = re.compile(r"session-[0-9a-f]{8}", re.IGNORECASE)
+
+
+def teammate_own(*, owner: AbstractBaseUser, hook: TeammateIdleInput) -> TeammateIdleInput:
+    """The idle hook as the teammate's own, so its card (never the lead's) reads idle.
+
+    2.1.332 sends the teammate's `agent_id` and `agent_type`; 2.1.197 only its name. The
+    teammate's own hooks (SubagentStart, its tool calls) came with its agent id and its name as
+    the agent type, so the latest agent of the session with that type is the teammate. If none
+    is known yet, the card gets the id Claude Code gives the teammate itself, `name@team`."""
+    name = hook.teammate_name
+    if not name:
+        return hook
+    if hook.agent_id:
+        return hook if hook.agent_type else hook.model_copy(update={"agent_type": name})
+    found = (
+        Agent.objects.filter(
+            session__session_id=hook.session_id, session__owner_id=owner.pk, agent_type=name
+        )
+        .exclude(agent_id=hook.session_id)
+        .order_by("-last_seen_at", "-pk")
+        .values_list("agent_id", flat=True)
+        .first()
+    )
+    agent_id = found or f"{name}@{hook.team_name or 'team'}"
+    if not ID_PATTERN.fullmatch(agent_id):
+        return hook
+    return hook.model_copy(update={"agent_id": agent_id, "agent_type": name})
 
 
 def _agent_stop(agent: Agent, now: Any) -> None:

@@ -551,7 +551,7 @@ class Generator:
                 ))  # fmt: skip
                 lines = [content for content, _ in items] + [active for _, active in items]
                 entries.add((
-                    entry_pk, "todos", pk, None, session.pk, self.at(at),
+                    entry_pk, "todos", pk, None, session.pk, session.owner.pk, self.at(at),
                     " ".join(items[0][0].split())[:TITLE_CHARS], "\n".join(lines)[:BODY_CHARS],
                 ))  # fmt: skip
                 pk += 1
@@ -648,7 +648,7 @@ class Generator:
                     "" if by_person or pending else "the agent moved on", None, None, None, "",
                 ))  # fmt: skip
                 for entry in plan_entries([plan]):
-                    entries.add(entry_row(entry_pk, entry, self.at))
+                    entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                     entry_pk += 1
                 if by_person:
                     decision = Decision(
@@ -660,7 +660,7 @@ class Generator:
                         reviewer.username, self.at(decided),
                     ))  # fmt: skip
                     for entry in decision_entries([decision]):
-                        entries.add(entry_row(entry_pk, entry, self.at))
+                        entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                         entry_pk += 1
                     decision_pk += 1
                 if outcome == "rejected" or rng.random() < 0.15:
@@ -679,7 +679,7 @@ class Generator:
                             reviewer.username, self.at(when), self.at(when),
                         ))  # fmt: skip
                         for entry in comment_entries([annotation]):
-                            entries.add(entry_row(entry_pk, entry, self.at))
+                            entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                             entry_pk += 1
                         annotation_pk += 1
                         self.count("plan comments")
@@ -755,7 +755,7 @@ class Generator:
                     message=message, requested_at=at,
                 )  # fmt: skip
                 for entry in request_entries([request]):
-                    entries.add(entry_row(entry_pk, entry, self.at))
+                    entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                     entry_pk += 1
                 if decided_here:
                     decisions.add((
@@ -816,7 +816,7 @@ class Generator:
                 ))  # fmt: skip
                 body = "\n".join(text for text in (summary, detail, error) if text)
                 entries.add((
-                    entry_pk, "step", pk, None, session.pk, self.at(begin),
+                    entry_pk, "step", pk, None, session.pk, session.owner.pk, self.at(begin),
                     " ".join(f"{tool} {summary}".split())[:TITLE_CHARS], body[:BODY_CHARS],
                 ))  # fmt: skip
                 pk += 1
@@ -835,9 +835,10 @@ class Generator:
         table = self.output.table("search_searchentry", ENTRY_COLUMNS)
         entry_pk = self.output.next_id("search_searchentry")
         pks = [session.pk for session in self.sessions]
+        owners = {session.pk: session.owner.pk for session in self.sessions}
         for start in range(0, len(pks), 2_000):
             for entry in session_entries(pks[start : start + 2_000]):
-                table.add(entry_row(entry_pk, entry, self.at))
+                table.add(entry_row(entry_pk, entry, owners[entry.session_id], self.at))
                 entry_pk += 1
         self.output.close_tables()
         self.say("search entries of the sessions")
@@ -853,12 +854,14 @@ class Generator:
         self.make_steps()
 
 
-ENTRY_COLUMNS = ("id", "kind", "ref", "parent", "session_id", "at", "title", "body")
+ENTRY_COLUMNS = (
+    "id", "kind", "ref", "parent", "session_id", "owner_id", "at", "title", "body",
+)  # fmt: skip
 
 
-def entry_row(pk: int, entry: Any, at: Callable[[datetime], Any]) -> tuple:
-    return (pk, entry.kind, entry.ref, entry.parent, entry.session_id, at(entry.at), entry.title,
-            entry.body)  # fmt: skip
+def entry_row(pk: int, entry: Any, owner: int, at: Callable[[datetime], Any]) -> tuple:
+    return (pk, entry.kind, entry.ref, entry.parent, entry.session_id, owner, at(entry.at),
+            entry.title, entry.body)  # fmt: skip
 
 
 def plan_markdown(rng: random.Random, title: str, module: str, revision: int) -> str:

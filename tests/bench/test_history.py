@@ -30,7 +30,7 @@ def year():
 def entries() -> list[tuple]:
     return sorted(
         SearchEntry.objects.values_list(
-            "kind", "ref", "parent", "session_id", "at", "title", "body"
+            "kind", "ref", "parent", "session_id", "owner_id", "at", "title", "body"
         )
     )
 

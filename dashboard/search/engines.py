@@ -92,7 +92,9 @@ def _where(filters: Filters) -> tuple[str, list]:
         sql.append("s.project_record_id = %s")
         params.append(filters.project)
     if filters.person is not None:
-        sql.append("s.owner_id = %s")
+        # The entry's own copy of its session's owner: a person's newest entries are read on
+        # their index (`search_owner_time`), not every match joined to its session.
+        sql.append("e.owner_id = %s")
         params.append(filters.person)
     if filters.since is not None:
         sql.append("e.at >= %s")

@@ -165,11 +165,18 @@ def store(entries: list[SearchEntry], *, changed_only: bool = False) -> None:
     if changed_only and entries:
         entries = _changed(entries)
     if entries:
+        owners = dict(
+            Session.objects.filter(pk__in={entry.session_id for entry in entries}).values_list(
+                "pk", "owner_id"
+            )
+        )
+        for entry in entries:
+            entry.owner_id = owners.get(entry.session_id)
         SearchEntry.objects.bulk_create(
             entries,
             update_conflicts=True,
             unique_fields=["kind", "ref"],
-            update_fields=["parent", "session", "at", "title", "body"],
+            update_fields=["parent", "session", "owner", "at", "title", "body"],
         )
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from dashboard.models import Session
@@ -30,6 +31,16 @@ class SearchEntry(models.Model):
     ref = models.BigIntegerField()
     parent = models.BigIntegerField(null=True, blank=True)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    # The session's owner, copied: a person's newest entries are read on their own index
+    # instead of every match of a common word being joined to its session. (No constraint of
+    # its own: an entry goes with its session.)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        related_name="+",
+    )
     at = models.DateTimeField()
     title = models.CharField(max_length=300, blank=True)
     body = models.TextField(blank=True)
@@ -41,6 +52,8 @@ class SearchEntry(models.Model):
             # PostgreSQL reads a common word's newest matches backwards on it, and stops
             # (`engines.PostgresFullText`).
             models.Index(fields=["at", "id"], name="search_time"),
+            # A person's entries, newest first (the search's person filter).
+            models.Index(fields=["owner", "at", "id"], name="search_owner_time"),
         ]
 
     def __str__(self) -> str:

@@ -8,7 +8,9 @@ machines, 250,000 agents, 3 million todo list revisions (and each agent's curren
 theirs, and 10 million tool steps; at `--scale 0.1` a tenth of each (the default on SQLite;
 the full year is PostgreSQL's default). Sessions start in working hours on working days, most
 ended long ago; a few run now, three of them waiting on a person (two permission requests
-and a plan). Rows look as the write path stores them, search entries included: those of
+and a plan). The audit log holds what the write path records: an entry per plan decision
+and per permission request a person answered, and the year's sign-ins, agent tokens and team
+rules. Rows look as the write path stores them, search entries included: those of
 sessions, plans, comments, decisions and requests are made by the indexer's own functions,
 those of todo lists and steps (most of the rows) by the same rules inline, which the tests
 check against `rebuild_search`.
@@ -116,6 +118,25 @@ COMMENTS = (
     "Drop this, it's out of scope.",
 )
 DENY_MESSAGES = ("Not on main, please.", "Ask before deleting anything.", "Use the staging bucket.")
+# The audit log's entries that come with the team, not with its work: a year's sign-ins to the
+# dashboard, agent tokens made (some revoked since) and team rules written (some changed or
+# removed since).
+SIGN_INS = 300
+TOKENS = 40
+RULES = (
+    ("allow", "Bash(npm test *)"), ("allow", "Bash(pytest *)"), ("allow", "Read(*)"),
+    ("allow", "Bash(git status*)"), ("deny", "Bash(rm -rf *)"), ("deny", "Bash(git push --force*)"),
+    ("allow", "WebFetch(domain:docs.example.com)"), ("deny", "Bash(terraform apply*)"),
+    ("allow", "Bash(make lint)"), ("allow", "Bash(ruff check *)"),
+)  # fmt: skip
+# Where a person decided: the review page or its keyboard shortcut for plans, the inbox or
+# the session's board for permission requests.
+PLAN_SURFACES = (("review page", 0.75), ("keyboard shortcut", 0.25))
+REQUEST_SURFACES = (("inbox", 0.5), ("board", 0.4), ("inbox, several at once", 0.1))
+AUDIT_COLUMNS = (
+    "id", "at", "actor_id", "actor_name", "rule", "action", "session_id", "session_key",
+    "project_id", "project_name", "team_id", "about", "summary", "surface", "address",
+)  # fmt: skip
 
 
 def weighted(rng: random.Random, choices: Sequence[tuple[str, float]]) -> str:
@@ -270,6 +291,8 @@ class Person:
     hosts: list[str]
     projects: list[int]
     reviewer: bool
+    # The address their browser reaches the dashboard from (the audit log records it).
+    address: str = ""
 
 
 @dataclass
@@ -284,6 +307,21 @@ class SessionPlan:
     weight: float
     main_agent: int = 0
     agents: list[tuple[int, datetime, datetime, bool]] = field(default_factory=list)
+
+
+@dataclass
+class AuditDraft:
+    """One entry of the audit log before it is numbered: what `dashboard.core.audit.audit`
+    would have recorded at `at`."""
+
+    at: datetime
+    action: str
+    actor: Person | None
+    about: str
+    summary: str
+    surface: str
+    session: SessionPlan | None = None
+    project: int | None = None
 
 
 @dataclass
@@ -322,6 +360,9 @@ class Generator:
         self.projects: list[tuple[int, str, str]] = []  # pk, name, repository
         self.sessions: list[SessionPlan] = []
         self.made: dict[str, int] = {}
+        # The audit log's entries, gathered as the decisions are made and written in the
+        # order of their moments at the end (as the write path would have numbered them).
+        self.audits: list[AuditDraft] = []
         self.started = time.monotonic()
 
     def rng(self, part: str) -> random.Random:
@@ -376,6 +417,7 @@ class Generator:
                     hosts,
                     [projects[i][0] for i in work_on],
                     reviewer=n < REVIEWERS,
+                    address=f"10.8.{n // 100}.{n % 100 + 10}",
                 )
             )
         self.people = people
@@ -551,7 +593,7 @@ class Generator:
                 ))  # fmt: skip
                 lines = [content for content, _ in items] + [active for _, active in items]
                 entries.add((
-                    entry_pk, "todos", pk, None, session.pk, self.at(at),
+                    entry_pk, "todos", pk, None, session.pk, session.owner.pk, self.at(at),
                     " ".join(items[0][0].split())[:TITLE_CHARS], "\n".join(lines)[:BODY_CHARS],
                 ))  # fmt: skip
                 pk += 1
@@ -580,10 +622,14 @@ class Generator:
     # --- plans, decisions, comments ---------------------------------------------------------------
 
     def make_plans(self) -> None:
+        from dashboard.models import AuditAction
         from dashboard.search.indexer import comment_entries, decision_entries, plan_entries
         from planmode.models import Annotation, Decision, Plan
+        from planmode.services import _decision_summary, feedback_with_annotations
 
         rng = self.rng("plans")
+        # The audit log's choices draw on their own stream: the plans stay what they were.
+        surfaces = self.rng("audit plans")
         out = self.output
         plans = out.table(
             "planmode_plan",
@@ -648,7 +694,7 @@ class Generator:
                     "" if by_person or pending else "the agent moved on", None, None, None, "",
                 ))  # fmt: skip
                 for entry in plan_entries([plan]):
-                    entries.add(entry_row(entry_pk, entry, self.at))
+                    entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                     entry_pk += 1
                 if by_person:
                     decision = Decision(
@@ -660,9 +706,10 @@ class Generator:
                         reviewer.username, self.at(decided),
                     ))  # fmt: skip
                     for entry in decision_entries([decision]):
-                        entries.add(entry_row(entry_pk, entry, self.at))
+                        entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                         entry_pk += 1
                     decision_pk += 1
+                commented: list[Annotation] = []
                 if outcome == "rejected" or rng.random() < 0.15:
                     for _ in range(rng.randint(1, 2)):
                         quote = rng.choice(markdown.splitlines()[2:] or [title]).lstrip(
@@ -679,10 +726,29 @@ class Generator:
                             reviewer.username, self.at(when), self.at(when),
                         ))  # fmt: skip
                         for entry in comment_entries([annotation]):
-                            entries.add(entry_row(entry_pk, entry, self.at))
+                            entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                             entry_pk += 1
+                        commented.append(annotation)
                         annotation_pk += 1
                         self.count("plan comments")
+                if by_person:
+                    # As `plan_decide` records it: the reviewer's words with every comment on
+                    # the plan, approval auto-accepting edits (the plans' mode after).
+                    said = feedback_with_annotations(feedback or notes, commented)
+                    approved = outcome == "approved"
+                    self.audits.append(
+                        AuditDraft(
+                            at=decided,
+                            action=AuditAction.PLAN_APPROVED_AUTO
+                            if approved
+                            else AuditAction.PLAN_REJECTED,
+                            actor=reviewer,
+                            about=f"plan:{pk}",
+                            summary=_decision_summary(plan, said),
+                            surface=weighted(surfaces, PLAN_SURFACES),
+                            session=session,
+                        )
+                    )
                 made += 1
                 pk += 1
                 at = decided + timedelta(seconds=rng.uniform(30, 600))
@@ -693,10 +759,13 @@ class Generator:
     # --- permission requests ------------------------------------------------------------------
 
     def make_requests(self) -> None:
+        from dashboard.models import AuditAction
         from dashboard.search.indexer import request_entries
         from planmode.models import PermissionRequest
+        from planmode.tool_display import describe
 
         rng = self.rng("requests")
+        surfaces = self.rng("audit requests")
         out = self.output
         requests = out.table(
             "planmode_permissionrequest",
@@ -755,7 +824,7 @@ class Generator:
                     message=message, requested_at=at,
                 )  # fmt: skip
                 for entry in request_entries([request]):
-                    entries.add(entry_row(entry_pk, entry, self.at))
+                    entries.add(entry_row(entry_pk, entry, session.owner.pk, self.at))
                     entry_pk += 1
                 if decided_here:
                     decisions.add((
@@ -763,6 +832,23 @@ class Generator:
                         "", self.at(decided),
                     ))  # fmt: skip
                     decision_pk += 1
+                    # As `permission_decide` records a person's answer: the tool and what it
+                    # would do, and the message sent with a denial.
+                    view = describe(tool_name, tool_input)
+                    said = [f"{view.tool}: {view.headline}", *([message] if message else [])]
+                    self.audits.append(
+                        AuditDraft(
+                            at=decided,
+                            action=AuditAction.REQUEST_ALLOWED
+                            if status == "allowed"
+                            else AuditAction.REQUEST_DENIED,
+                            actor=by,
+                            about=f"request:{pk}",
+                            summary="\n".join(said),
+                            surface=weighted(surfaces, REQUEST_SURFACES),
+                            session=session,
+                        )
+                    )
                 pk += 1
         self.count("permission requests", sum(per_session))
         out.close_tables()
@@ -816,7 +902,7 @@ class Generator:
                 ))  # fmt: skip
                 body = "\n".join(text for text in (summary, detail, error) if text)
                 entries.add((
-                    entry_pk, "step", pk, None, session.pk, self.at(begin),
+                    entry_pk, "step", pk, None, session.pk, session.owner.pk, self.at(begin),
                     " ".join(f"{tool} {summary}".split())[:TITLE_CHARS], body[:BODY_CHARS],
                 ))  # fmt: skip
                 pk += 1
@@ -828,6 +914,136 @@ class Generator:
         out.close_tables()
         self.say(f"{total:,} tool steps")
 
+    # --- the audit log's other entries, and all of it written ------------------------------
+
+    def working_moment(self, rng: random.Random) -> datetime:
+        start, _ = self.session_times(rng)
+        return start
+
+    def make_sign_ins(self) -> None:
+        """People signing in to the dashboard now and then over the year (reviewers more)."""
+        from dashboard.models import AuditAction
+        from dashboard.sso.signals import LOGIN_PAGE
+
+        rng = self.rng("sign-ins")
+        weights = [3.0 if person.reviewer else 1.0 for person in self.people]
+        for _ in range(SIGN_INS):
+            person = rng.choices(self.people, weights)[0]
+            self.audits.append(
+                AuditDraft(
+                    at=self.working_moment(rng), action=AuditAction.SIGNED_IN, actor=person,
+                    about=f"user:{person.pk}", summary="", surface=LOGIN_PAGE,
+                )
+            )  # fmt: skip
+
+    def make_tokens(self) -> None:
+        """Agent tokens people made for their machines on the settings page; a quarter of
+        them revoked since."""
+        from django.contrib.auth import get_user_model
+
+        from dashboard.core.tokens import token_words
+        from dashboard.models import AgentToken, AuditAction
+
+        rng = self.rng("tokens")
+        users = get_user_model().objects.in_bulk([person.pk for person in self.people])
+        table = self.output.table(
+            "dashboard_agenttoken",
+            ("id", "owner_id", "label", "key_hash", "hint", "created_at", "last_used_at",
+             "revoked_at"),
+        )  # fmt: skip
+        pk = self.output.next_id("dashboard_agenttoken")
+        for number in range(TOKENS):
+            person = self.people[number % len(self.people)]
+            label = rng.choice(person.hosts)
+            created = self.working_moment(rng)
+            revoked = None
+            if rng.random() < 0.25:
+                revoked = created + (self.now - created) * rng.uniform(0.1, 0.9)
+            key = hashlib.sha256(f"history-{self.seed}-{number}".encode()).hexdigest()
+            table.add((
+                pk, person.pk, label, key, AgentToken.PREFIX + key[:7], self.at(created),
+                None if revoked else self.at(created + (self.now - created) * 0.99),
+                None if revoked is None else self.at(revoked),
+            ))  # fmt: skip
+            words = token_words(AgentToken(pk=pk, owner=users[person.pk], label=label))
+            for at, action, done in ((created, AuditAction.TOKEN_CREATED, "created"),
+                                     (revoked, AuditAction.TOKEN_REVOKED, "revoked")):  # fmt: skip
+                if at is not None:
+                    self.audits.append(
+                        AuditDraft(
+                            at=at, action=action, actor=person, about=f"token:{pk}",
+                            summary=f"{words} {done}", surface="settings",
+                        )
+                    )  # fmt: skip
+            pk += 1
+        self.output.close_tables()
+
+    def make_rules(self) -> None:
+        """Team rules reviewers wrote on the team rules page, each for one project; some
+        changed since (from allow to deny or back), a few removed."""
+        from dashboard.models import AuditAction
+        from planmode.models import TeamRule
+        from planmode.permissions import team_rule_words
+
+        rng = self.rng("rules")
+        reviewers = [person for person in self.people if person.reviewer]
+        table = self.output.table(
+            "planmode_teamrule",
+            ("id", "project", "rule", "behavior", "created_by_id", "created_at"),
+        )
+        pk = self.output.next_id("planmode_teamrule")
+        for behavior, text in RULES:
+            project_pk, project_name, _ = rng.choice(self.projects)
+            person = rng.choice(reviewers)
+            created = self.working_moment(rng)
+            rule = TeamRule(pk=pk, project=project_name, rule=text, behavior=behavior)
+            first = team_rule_words(rule)
+            steps = [(created, AuditAction.RULE_ADDED, first, person)]
+            fate = rng.random()
+            later = created + (self.now - created) * rng.uniform(0.2, 0.9)
+            if fate < 0.3:
+                rule.behavior = "deny" if behavior == "allow" else "allow"
+                changed = f"{first} → {team_rule_words(rule)}"
+                steps.append((later, AuditAction.RULE_CHANGED, changed, rng.choice(reviewers)))
+            if fate > 0.8:
+                steps.append((later, AuditAction.RULE_REMOVED, first, rng.choice(reviewers)))
+            else:
+                table.add((pk, project_name, text, rule.behavior, person.pk, self.at(created)))
+            for at, action, summary, actor in steps:
+                self.audits.append(
+                    AuditDraft(
+                        at=at, action=action, actor=actor, about=f"rule:{pk}", summary=summary,
+                        surface="team rules page", project=project_pk,
+                    )
+                )  # fmt: skip
+            pk += 1
+        self.output.close_tables()
+
+    def make_audit(self) -> None:
+        """Every entry gathered, oldest first, as `dashboard.core.audit` stores them."""
+        self.make_sign_ins()
+        self.make_tokens()
+        self.make_rules()
+        names = {pk: name for pk, name, _ in self.projects}
+        table = self.output.table("dashboard_auditentry", AUDIT_COLUMNS)
+        pk = self.output.next_id("dashboard_auditentry")
+        self.audits.sort(key=lambda draft: draft.at)
+        for draft in self.audits:
+            session, actor = draft.session, draft.actor
+            project = session.project if session is not None else draft.project
+            table.add((
+                pk, self.at(draft.at), actor.pk if actor else None,
+                actor.username if actor else "", "", draft.action,
+                session.pk if session else None, session.session_id if session else "",
+                project, names.get(project, "") if project else "", None, draft.about[:60],
+                draft.summary, draft.surface, actor.address if actor else None,
+            ))  # fmt: skip
+            pk += 1
+        self.count("audit entries", len(self.audits))
+        self.audits = []
+        self.output.close_tables()
+        self.say(f"{self.made['audit entries']:,} audit entries")
+
     def make_session_entries(self) -> None:
         """Through the indexer itself: it reads the sessions with their people."""
         from dashboard.search.indexer import session_entries
@@ -835,9 +1051,10 @@ class Generator:
         table = self.output.table("search_searchentry", ENTRY_COLUMNS)
         entry_pk = self.output.next_id("search_searchentry")
         pks = [session.pk for session in self.sessions]
+        owners = {session.pk: session.owner.pk for session in self.sessions}
         for start in range(0, len(pks), 2_000):
             for entry in session_entries(pks[start : start + 2_000]):
-                table.add(entry_row(entry_pk, entry, self.at))
+                table.add(entry_row(entry_pk, entry, owners[entry.session_id], self.at))
                 entry_pk += 1
         self.output.close_tables()
         self.say("search entries of the sessions")
@@ -850,15 +1067,18 @@ class Generator:
         self.make_todos()
         self.make_plans()
         self.make_requests()
+        self.make_audit()
         self.make_steps()
 
 
-ENTRY_COLUMNS = ("id", "kind", "ref", "parent", "session_id", "at", "title", "body")
+ENTRY_COLUMNS = (
+    "id", "kind", "ref", "parent", "session_id", "owner_id", "at", "title", "body",
+)  # fmt: skip
 
 
-def entry_row(pk: int, entry: Any, at: Callable[[datetime], Any]) -> tuple:
-    return (pk, entry.kind, entry.ref, entry.parent, entry.session_id, at(entry.at), entry.title,
-            entry.body)  # fmt: skip
+def entry_row(pk: int, entry: Any, owner: int, at: Callable[[datetime], Any]) -> tuple:
+    return (pk, entry.kind, entry.ref, entry.parent, entry.session_id, owner, at(entry.at),
+            entry.title, entry.body)  # fmt: skip
 
 
 def plan_markdown(rng: random.Random, title: str, module: str, revision: int) -> str:
@@ -1009,7 +1229,7 @@ def generate(*, scale: float, seed: int = SEED, now: datetime | None = None) -> 
 def stored() -> dict[str, int]:
     """How many rows of each kind the database holds."""
     from dashboard.activity.models import Step
-    from dashboard.models import Agent, Session
+    from dashboard.models import Agent, AuditEntry, Session
     from dashboard.search.models import SearchEntry
     from planmode.models import Annotation, PermissionRequest, Plan
     from todos.models import TodoRevision
@@ -1023,6 +1243,7 @@ def stored() -> dict[str, int]:
         "permission requests": PermissionRequest,
         "tool steps": Step,
         "search entries": SearchEntry,
+        "audit entries": AuditEntry,
     }
     return {name: model.objects.count() for name, model in models.items()}
 

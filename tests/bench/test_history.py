@@ -1,19 +1,25 @@
 """The year-of-history generator (`python -m tests.bench.history`): its rows are what the write
-path stores, its search index is what `rebuild_search` makes of them, and a few sessions wait
-on a person now."""
+path stores, its search index is what `rebuild_search` makes of them, its audit log what the
+write path records, and a few sessions wait on a person now."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db.models import Count
+from django.test import Client
 
 from dashboard.activity.models import Step
-from dashboard.models import Agent, Session
+from dashboard.core.audit import Via, _entry
+from dashboard.models import Agent, AuditAction, AuditEntry, Session
 from dashboard.search.models import SearchEntry
 from planmode.models import Decision, PermissionRequest, Plan
+from planmode.services import _decision_summary, feedback_with_annotations
+from planmode.tool_display import describe
 from tests.bench.history import RUNNING_NOW, generate
 from todos.models import Todo, TodoRevision
 
@@ -30,7 +36,7 @@ def year():
 def entries() -> list[tuple]:
     return sorted(
         SearchEntry.objects.values_list(
-            "kind", "ref", "parent", "session_id", "at", "title", "body"
+            "kind", "ref", "parent", "session_id", "owner_id", "at", "title", "body"
         )
     )
 
@@ -73,3 +79,83 @@ def test_a_year_of_sessions_most_ended_a_few_running_and_waiting_now(year):
     assert Session.objects.values("project_record").distinct().count() > 3
     assert Session.objects.exclude(host="").count() == 30
     assert Step.objects.filter(outcome="running").count() == RUNNING_NOW
+
+
+RECORDED = (
+    "at", "actor_id", "actor_name", "rule", "action", "session_id", "session_key", "project_id",
+    "project_name", "team_id", "about", "summary", "surface", "address",
+)  # fmt: skip
+
+
+def recorded(entry: AuditEntry) -> tuple:
+    return tuple(getattr(entry, name) for name in RECORDED)
+
+
+def test_every_decision_a_person_made_is_in_the_audit_log_as_the_write_path_records_it(year):
+    made = {entry.about: entry for entry in AuditEntry.objects.all()}
+    decisions = Decision.objects.select_related("plan__session", "decided_by")
+    answered = PermissionRequest.objects.filter(status__in=["allowed", "denied"])
+    assert decisions.exists() and answered.exists()
+    for decision in decisions:
+        plan = decision.plan
+        said = feedback_with_annotations(
+            decision.feedback or decision.notes, list(plan.annotations.order_by("pk"))
+        )
+        entry = made[f"plan:{plan.pk}"]
+        expected = _entry(
+            AuditAction.PLAN_APPROVED_AUTO
+            if decision.outcome == "approved"
+            else AuditAction.PLAN_REJECTED,
+            actor=decision.decided_by, via=Via(entry.surface, entry.address),
+            session=plan.session, about=f"plan:{plan.pk}", summary=_decision_summary(plan, said),
+        )  # fmt: skip
+        expected.at = decision.decided_at
+        assert recorded(entry) == recorded(expected)
+        assert entry.surface in ("review page", "keyboard shortcut") and entry.address
+    for request in answered.select_related("session", "decided_by"):
+        view = describe(request.tool_name, request.tool_input)
+        said = f"{view.tool}: {view.headline}"
+        if request.message:  # a denial's message to the agent
+            said += f"\n{request.message}"
+        entry = made[f"request:{request.pk}"]
+        expected = _entry(
+            f"request.{request.status}", actor=request.decided_by,
+            via=Via(entry.surface, entry.address), session=request.session,
+            about=f"request:{request.pk}", summary=said,
+        )  # fmt: skip
+        expected.at = request.decided_at
+        assert recorded(entry) == recorded(expected)
+    # Nothing else of the sessions' work: requests the agent moved on from were never answered.
+    assert AuditEntry.objects.filter(session__isnull=False).count() == len(decisions) + len(
+        answered
+    )
+    # And the team's own: sign-ins, tokens and rules, over the year.
+    kinds = set(AuditEntry.objects.values_list("action", flat=True))
+    assert {"auth.signed_in", "token.created", "token.revoked", "rule.added"} <= kinds
+    assert year["audit entries"] == AuditEntry.objects.count()
+    assert NOW - AuditEntry.objects.order_by("at").first().at > timedelta(days=200)
+
+
+def test_an_admin_reads_the_year_on_the_audit_page_newest_first_and_filtered(year):
+    admin = User.objects.create_superuser("audit-admin", password="x")
+    client = Client()
+    client.force_login(admin)
+    newest = AuditEntry.objects.order_by("-at", "-pk").first()
+    project = AuditEntry.objects.exclude(project_name="").values_list("project_name", flat=True)[0]
+    person = AuditEntry.objects.filter(action__startswith="plan.").values_list(
+        "actor_name", flat=True
+    )[0]
+    pages = {
+        "/audit/": lambda row: True,
+        f"/audit/?project={project}": lambda row: f" in {project}" in re.sub("<[^>]+>", "", row),
+        f"/audit/?person={person}": lambda row: f'<th scope="row">{person}</th>' in row,
+    }
+    for path, belongs in pages.items():
+        response = client.get(path)
+        assert response.status_code == 200, path
+        rows = re.findall(r"<tr>(.*?)</tr>", response.content.decode(), re.S)[1:]
+        assert rows and [row for row in rows if not belongs(row)] == [], path
+        moments = re.findall(r'<time datetime="([^"]+)"', "".join(rows))
+        assert moments == sorted(moments, reverse=True), path
+    first = re.findall(r"<tr>(.*?)</tr>", client.get("/audit/").content.decode(), re.S)[1]
+    assert f'<th scope="row">{newest.actor_name}</th>' in first and newest.surface in first

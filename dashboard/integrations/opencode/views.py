@@ -269,29 +269,29 @@ async def _tool(owner: AbstractBaseUser, call: ToolProperties) -> None:
         await write(_step_record, owner=owner, opencode_id=call.sessionID, step=step)
 
 
-def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) -> Outcome[None]:
-    """An agent this process knows, main or subagent, costs no query (the writer stores the
-    batch's steps together); a subagent's session is placed first."""
+def _agent_place(*, owner: AbstractBaseUser, opencode_id: str) -> tuple[int, int, Changes]:
+    """(agent pk, session pk) of an opencode session's agent, main or subagent, and what
+    placing it changed: no query for one this process knows; a subagent's session is placed
+    first."""
     session_id = _subagent_sessions.get(opencode_id, opencode_id)
     known = known_agent(owner=owner, session_id=session_id, agent_id=opencode_id)
     if known is not None:
-        return Outcome(None, Changes().step(step.report(agent=known[0], session=known[1])))
+        return known[0], known[1], Changes()
     resolved, changes = _observe(owner=owner, opencode_id=opencode_id)
-    agent = resolved.agent
-    return Outcome(None, changes.step(step.report(agent=agent.pk, session=agent.session_id)))
+    return resolved.agent.pk, resolved.agent.session_id, changes
+
+
+def _step_record(*, owner: AbstractBaseUser, opencode_id: str, step: StepDraft) -> Outcome[None]:
+    """The writer stores the batch's steps together."""
+    agent_pk, session_pk, changes = _agent_place(owner=owner, opencode_id=opencode_id)
+    return Outcome(None, changes.step(step.report(agent=agent_pk, session=session_pk)))
 
 
 def _gate(*, owner: AbstractBaseUser, call: GateProperties) -> Outcome[dict[str, Any]]:
     """Whether a tool call of a gated session runs: `{"refuse": <sentence>}` for the model to
     read as the call's error (recorded), or `{}` once the session runs again (a reviewer raised
     its budget or let it continue), and the plugin stops asking."""
-    session_id = _subagent_sessions.get(call.sessionID, call.sessionID)
-    known = known_agent(owner=owner, session_id=session_id, agent_id=call.sessionID)
-    if known is not None:
-        session_pk, changes = known[1], Changes()
-    else:
-        resolved, changes = _observe(owner=owner, opencode_id=call.sessionID)
-        session_pk = resolved.agent.session_id
+    _, session_pk, changes = _agent_place(owner=owner, opencode_id=call.sessionID)
     refusal = tool_refusal(session_pk, owner=owner)
     return Outcome({"refuse": refusal} if refusal else {}, changes)
 

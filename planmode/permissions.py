@@ -85,7 +85,10 @@ def input_key(tool_name: str, tool_input: object) -> str:
     by it. Keyed with the server's SECRET_KEY, so that the stored key cannot be used to guess
     a redacted secret (the rest of the input is stored beside it)."""
     text = json.dumps([tool_name, tool_input], sort_keys=True, ensure_ascii=False)
-    return salted_hmac("agentboard.permission-input", text, algorithm="sha256").hexdigest()
+    # A lone surrogate (which JSON can spell) is kept as it came: such an input matches no
+    # stored request, which could not hold it, but it must not take the hook down.
+    raw = text.encode("utf-8", "surrogatepass")
+    return salted_hmac("agentboard.permission-input", raw, algorithm="sha256").hexdigest()
 
 
 @dataclass

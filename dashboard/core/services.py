@@ -33,8 +33,8 @@ def validate_id(value: str, *, name: str) -> str:
     if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise ServiceError(
             "invalid_id",
-            f"The {name} must be 1 to {ID_LENGTH} letters, digits or . _ : @ - "
-            "and start with a letter or digit.",
+            f"The {name} must be 1 to {ID_LENGTH} letters, digits, dots, underscores, colons, "
+            "at signs or hyphens, and start with a letter or digit.",
             detail=[{"loc": ["path", name], "msg": "not a valid id"}],
         )
     return value

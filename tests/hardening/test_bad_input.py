@@ -385,6 +385,44 @@ def test_a_nul_character_in_any_hook_text_is_refused(hook, board, server_errors,
     assert errors_in(server_errors) == []
 
 
+BAD_IDS_IN_HOOKS = {
+    "a NUL in a stopping subagent's id": load_fixture("subagent_stop.json", agent_id=f"a{NUL}"),
+    "a NUL in the session id": load_fixture("session_start.json", session_id=f"s{NUL}"),
+    "a lone surrogate in the agent id": load_fixture("subagent_start.json", agent_id=SURROGATE),
+    "a space in the session id": load_fixture("stop.json", session_id="a b"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_IDS_IN_HOOKS)
+def test_a_hook_with_an_id_no_agent_could_have_is_refused_before_any_lookup(
+    hook, board, server_errors, name
+):
+    """Checked before a handler looks the agent up: a NUL in a query is an error on
+    PostgreSQL, not an empty answer."""
+    error = assert_refused(hook(BAD_IDS_IN_HOOKS[name]), 422, "invalid_id")
+
+    assert "letters, digits" in error["message"]
+    assert stored_state() == board
+    assert errors_in(server_errors) == []
+
+
+def test_a_tool_step_with_a_lone_surrogate_in_its_input_is_taken_while_a_plan_waits(
+    hook, board, server_errors
+):
+    """An agent waiting on a plan is checked at each step for a request it answered in its
+    terminal: an input no request could hold matches none, and the step is still recorded."""
+    assert Agent.objects.get(agent_id=SESSION).awaiting_plan
+
+    step = {**bash_used(session_id=SESSION), "tool_input": {"command": f"echo {SURROGATE}"}}
+    response = hook(step)
+
+    assert response.status_code == 200, response.content
+    assert errors_in(server_errors) == []
+    # The agent went on working: the plan it left behind was answered in its terminal.
+    plans = Plan.objects.filter(session__session_id=SESSION)
+    assert list(plans.values_list("status", flat=True)) == ["answered_in_terminal"]
+
+
 NUL_IN_FRAMES = {
     "todo content": {"type": "todo_write", "todos": [todo(f"A{NUL}")]},
     "cwd": {"type": "todo_write", "todos": [], "cwd": f"/{NUL}"},

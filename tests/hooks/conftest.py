@@ -58,11 +58,11 @@ class HookClient:
     def hold(self, payload: dict) -> asyncio.Task:
         return asyncio.create_task(self.hook(payload))
 
-    async def pending(self, model, task: asyncio.Task, count: int, what: str):
+    async def pending(self, model, task: asyncio.Task, count: int, what: str, wait: float = WAIT):
         """The newest row of `model`, once `count` of them are pending (the answer, checked
         later, shows that the request was held until then)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT
+        deadline = loop.time() + wait
         while await model.objects.filter(status="pending").acount() < count:
             assert not task.done(), task.result().content
             assert loop.time() < deadline, f"the {what} never showed up"

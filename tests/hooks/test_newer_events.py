@@ -47,6 +47,18 @@ def test_a_refusal_by_auto_mode_is_a_line_of_history_without_its_secrets(hook):
     assert session.steps.get().outcome == "denied"
 
 
+def test_a_refusal_without_its_call_id_still_names_the_tool(hook):
+    """No step can be made without the call's id; the line of history is still written."""
+    refused = load_fixture("permission_denied.json")
+    del refused["tool_use_id"]
+
+    assert hook(refused).json() == {}
+
+    [line] = [line for line in lines() if line.startswith("auto mode refused")]
+    assert line.startswith("auto mode refused: Bash (")
+    assert not Session.objects.get(session_id=SESSION_ID).steps.exists()
+
+
 def test_a_new_folder_is_the_sessions_folder_and_a_line_of_history(hook):
     hook(load_fixture("session_start.json"))
 

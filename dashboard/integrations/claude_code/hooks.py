@@ -50,6 +50,7 @@ from dashboard.core.services import (
     known_agent,
     session_describe,
     token_owner,
+    validate_id,
 )
 from dashboard.core.visibility import audiences_of
 from dashboard.core.waits import client_waits_from
@@ -265,8 +266,11 @@ def read_payload(
 
 
 def validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> Model:
+    """`data` as `model`, or a 422 naming the first field at fault. A hook input's session and
+    agent ids are checked here too, before any handler looks them up (a NUL in one is a
+    query PostgreSQL refuses)."""
     try:
-        return model.model_validate(data)
+        validated = model.model_validate(data)
     except ValidationError as exc:
         detail = [
             {"loc": ["body", *loc, *item["loc"]], "msg": item["msg"]}
@@ -275,6 +279,11 @@ def validate(model: type[Model], data: object, *, loc: tuple[str, ...] = ()) -> 
         raise ServiceError(
             "validation_error", first_error_sentence(detail), detail=detail
         ) from None
+    if isinstance(validated, HookInput):
+        validate_id(validated.session_id, name="session_id")
+        if validated.agent_id:  # "" is the main agent, as when it is absent
+            validate_id(validated.agent_id, name="agent_id")
+    return validated
 
 
 # The handlers that hold their request until a person decides (`holding`).
@@ -634,6 +643,7 @@ async def _permission_denied(owner: AbstractBaseUser, payload: dict[str, Any]) -
         owner=owner,
         hook=hook,
         step=hook_step(payload),
+        tool_name=payload.get("tool_name"),
         reason=payload.get("reason"),
     )
     if not wanted.value:
@@ -662,14 +672,19 @@ async def _permission_denied(owner: AbstractBaseUser, payload: dict[str, Any]) -
 
 
 def refusal_record(
-    *, owner: AbstractBaseUser, hook: HookInput, step: StepDraft | None, reason: object
+    *,
+    owner: AbstractBaseUser,
+    hook: HookInput,
+    step: StepDraft | None,
+    tool_name: object = None,
+    reason: object = None,
 ) -> Outcome[bool]:
     """The refusal as a step and a line of history; whether anyone wants it in their inbox."""
     resolved, changes = hook_observe(owner=owner, hook=hook, notify=False, coarse=True)
     agent = resolved.agent
     if step is not None:
         changes.step(step.report(agent=agent.pk, session=agent.session_id))
-    what = f"{step.tool_name} {step.summary}".strip() if step else bounded_text(hook.tool_name)
+    what = f"{step.tool_name} {step.summary}".strip() if step else bounded_text(tool_name)
     why = bounded_text(reason, 200)
     text = f"auto mode refused: {what or 'a tool call'}" + (f" ({why})" if why else "")
     changes.enforcer_events.append(

@@ -351,11 +351,19 @@ def _load(queryset: QuerySet, pks: list[int]) -> dict[int, Any]:
     return {row.pk: row for row in queryset.filter(pk__in=pks)} if pks else {}
 
 
-def waiting_by_session(session_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
+def waiting_by_session(
+    session_pks: Sequence[int], *, among: Sequence[Waiting] | None = None
+) -> dict[int, list[InboxItem]]:
     """What waits on a person in each of these sessions (on any reviewer: a board and an
-    overview row show everything of their session), oldest first."""
+    overview row show everything of their session), oldest first. `among`: everything that
+    waits on anyone, already read (`waiting()`), to take them from instead of asking again."""
+    if among is None:
+        waits = waiting(sessions=session_pks)
+    else:
+        wanted = set(session_pks)
+        waits = [wait for wait in among if wait.session_id in wanted]
     found: dict[int, list[InboxItem]] = {}
-    for item in items_of(waiting(sessions=session_pks)):
+    for item in items_of(waits):
         found.setdefault(item.session.pk, []).append(item)
     return found
 
@@ -365,11 +373,6 @@ def waiting_by_agent(agent_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
     for item in items_of(waiting(agents=agent_pks)):
         found.setdefault(item.agent.pk, []).append(item)
     return found
-
-
-def sessions_waiting() -> list[int]:
-    """Every session with something waiting on a person (the overview lists them all)."""
-    return sorted({wait.session_id for wait in waiting()})
 
 
 def staged_in_session(session_pk: int) -> list[InboxItem]:

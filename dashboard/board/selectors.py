@@ -23,7 +23,7 @@ from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery, aware, rows_in
 from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.models import Agent, Session
-from planmode.inbox import InboxItem, sessions_waiting, waiting_by_agent, waiting_by_session
+from planmode.inbox import InboxItem, Waiting, waiting, waiting_by_agent, waiting_by_session
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
 from todos.services import FLAG_MESSAGES, progress_of
 
@@ -137,6 +137,26 @@ class SessionSummary:
         if self.waits:
             return "waiting"
         return "active" if self.session.is_active else "ended"
+
+    @property
+    def search_text(self) -> str:
+        """What the overview's filter box matches a row by, lower-cased: its project, person,
+        machine, repository, title, branch and id, what it is doing and what waits in it."""
+        session, owner = self.session, self.session.owner
+        words = [
+            session.project,
+            owner.get_username(),
+            owner.get_full_name(),
+            session.host,
+            session.repository,
+            session.title,
+            session.branch,
+            session.session_id,
+            self.current_activity,
+            self.now.text if self.now else "",
+            *(item.summary for item in self.waits),
+        ]
+        return " ".join(words).lower()
 
     @property
     def change_key(self) -> str:
@@ -319,9 +339,11 @@ _ACTIVITY = """
 """
 
 
-def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
+def session_summaries(
+    sessions: list[Session], *, waits_among: Sequence[Waiting] | None = None
+) -> list[SessionSummary]:
     """One summary per session in a fixed number of queries, whatever the number of agents and
-    todos."""
+    todos. `waits_among`: everything waiting on anyone, when the caller has read it already."""
     if not sessions:
         return []
     ids = [s.pk for s in sessions]
@@ -345,7 +367,7 @@ def session_summaries(sessions: list[Session]) -> list[SessionSummary]:
         if known is None or (is_main and not known[0]):
             text = Truncator(active_form or content).chars(QUOTED_CHARS)
             activity[session_pk] = (bool(is_main), text)
-    waits = waiting_by_session(ids)
+    waits = waiting_by_session(ids, among=waits_among)
     latest = latest_steps_by_session(ids)
     parts = {name: read(ids) for name, read in SUMMARY_PARTS.items()}
     summaries = []
@@ -421,10 +443,12 @@ def overview(
     ended = chosen.filter(ended_at__isnull=False).order_by("-last_seen_at")[:OVERVIEW_ENDED]
     sessions = [*running, *ended]
     listed = {session.pk for session in sessions}
-    missing = [pk for pk in sessions_waiting() if pk not in listed]
+    # What waits on anyone, read once: which sessions must be listed, and what each row says.
+    waits = waiting()
+    missing = sorted({wait.session_id for wait in waits} - listed)
     if missing:
         sessions += chosen.filter(pk__in=missing)
-    summaries = session_summaries(sessions)
+    summaries = session_summaries(sessions, waits_among=waits)
 
     def place(summary: SessionSummary) -> tuple:
         since = summary.first_wait.since if summary.first_wait else None

@@ -102,6 +102,26 @@ def test_an_overview_row_shows_project_owner_mode_agents_and_progress(logged_in,
     assert row.find("a", cls="session-link").attrs["href"] == f"/sessions/{SESSION}/"
 
 
+def test_the_filter_box_finds_a_row_by_person_machine_branch_and_what_it_does(
+    logged_in, other_user
+):
+    other_user.first_name, other_user.last_name = "Ana", "Lima"
+    other_user.save()
+    write_todos(
+        other_user, SESSION, SESSION, [todo("Update docs", "in_progress", "Updating docs")],
+        cwd="/home/ana/shop",
+    )  # fmt: skip
+    Session.objects.update(host="ana-laptop", branch="Feature/Docs", title="Docs <b>pass</b>")
+
+    row = page(logged_in, "/").find("li", cls="session-row")
+
+    words = row.attrs["data-search"].split()
+    assert {"shop", "ana", "lima", "ana-laptop", "feature/docs", "updating", "<b>pass</b>"} <= set(
+        words
+    )
+    assert SESSION.lower() in words
+
+
 def test_an_overview_row_says_when_the_session_is_in_plan_mode(logged_in, user):
     write_todos(user, SESSION, SESSION, [todo("Research")])
     Session.objects.update(permission_mode="plan")

@@ -359,13 +359,8 @@ def _install_gemini_command(commands: argparse._SubParsersAction) -> None:
 
 
 def _install_gemini(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    url = None
-    if not args.remove:
-        url = server_url(args.url or "")
-        if url is None:
-            parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
+    url, waits = _server_and_waits(args, parser)
     path = gemini.settings_file(project=args.project, user=args.user)
-    waits = DEFAULT_WAITS if url is None else _waits_of(url)
     try:
         outcome = gemini.install_gemini(
             path,
@@ -376,36 +371,24 @@ def _install_gemini(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             report_origin=args.report_origin,
         )
     except (SettingsError, OSError) as error:
-        print(f"agentboard: {error}", file=sys.stderr)
-        return 1
+        return _failed(error)
     if not outcome.changed:
-        print(
-            f"{path} already has {'no ' if args.remove else ''}Agentboard hooks; nothing changed."
-        )
+        _say_unchanged(path, remove=args.remove)
         return 0
-    what = "Removed Agentboard's hooks from" if args.remove else "Added Agentboard's hooks to"
-    print(f"{what} {path}.")
-    if outcome.backup:
-        print(f"The previous version is in {outcome.backup}.")
+    _say_hooks_written(path, remove=args.remove, backup=outcome.backup)
     if not args.remove:
         if not args.user:
             print(
                 "Gemini CLI runs a project's hooks only in a trusted folder, and warns once "
                 "about new ones."
             )
-        if not os.environ.get(TOKEN_VARIABLE):
-            print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Gemini CLI.")
+        _remind_token("Gemini CLI")
     return 0
 
 
 def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    url = None
-    if not args.remove:
-        url = server_url(args.url or "")
-        if url is None:
-            parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
+    url, waits = _server_and_waits(args, parser)
     home = codex.codex_home(project=args.project)
-    waits = DEFAULT_WAITS if url is None else _waits_of(url)
     try:
         outcome = codex.install_codex(
             home,
@@ -418,12 +401,9 @@ def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             telemetry=args.telemetry,
         )
     except (SettingsError, OSError) as error:
-        print(f"agentboard: {error}", file=sys.stderr)
-        return 1
+        return _failed(error)
     if not outcome.changed:
-        print(
-            f"{home} already has {'no ' if args.remove else ''}Agentboard hooks; nothing changed."
-        )
+        _say_unchanged(home, remove=args.remove)
         return 0
     for path in outcome.changed:
         print(f"{'Removed Agentboard from' if args.remove else 'Updated'} {path}.")
@@ -432,14 +412,47 @@ def _install_codex(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             "Codex asks you to trust new hooks: start codex and choose to trust them (or review "
             "them with /hooks). Until then they do not run."
         )
-        if not os.environ.get(TOKEN_VARIABLE):
-            print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Codex.")
+        _remind_token("Codex")
         if args.telemetry:
             print(
                 f"For its token counts, also export {codex.TELEMETRY_HEADERS} there: Codex "
                 "reads its exporter's token from that variable only."
             )
     return 0
+
+
+def _server_and_waits(
+    args: argparse.Namespace, parser: argparse.ArgumentParser
+) -> tuple[str | None, ServerWaits]:
+    """The server's address from --url or AGENTBOARD_URL (None when removing: nothing is sent
+    there), and the waits the installed hooks' timeouts must outlast."""
+    if args.remove:
+        return None, DEFAULT_WAITS
+    url = server_url(args.url or "")
+    if url is None:
+        parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
+    return url, _waits_of(url)
+
+
+def _failed(error: Exception) -> int:
+    print(f"agentboard: {error}", file=sys.stderr)
+    return 1
+
+
+def _say_unchanged(place: object, *, remove: bool) -> None:
+    print(f"{place} already has {'no ' if remove else ''}Agentboard hooks; nothing changed.")
+
+
+def _say_hooks_written(path: object, *, remove: bool, backup: object) -> None:
+    what = "Removed Agentboard's hooks from" if remove else "Added Agentboard's hooks to"
+    print(f"{what} {path}.")
+    if backup:
+        print(f"The previous version is in {backup}.")
+
+
+def _remind_token(agent: str) -> None:
+    if not os.environ.get(TOKEN_VARIABLE):
+        print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts {agent}.")
 
 
 def _waits_of(url: str) -> ServerWaits:
@@ -460,13 +473,8 @@ def _waits_of(url: str) -> ServerWaits:
 
 
 def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    url = None
-    if not args.remove:
-        url = server_url(args.url or "")
-        if url is None:
-            parser.error("give the server's address with --url, e.g. --url http://127.0.0.1:8000")
+    url, waits = _server_and_waits(args, parser)
     path = settings_path(project=args.project, user=args.user)
-    waits = DEFAULT_WAITS if url is None else _waits_of(url)
     claude_version = None if args.remove else _claude_version_of(args, parser)
     try:
         outcome = install_hooks(
@@ -488,17 +496,11 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             telemetry_url = url if args.telemetry and not args.remove else None
             exported = install_telemetry(settings_path(project=None, user=True), url=telemetry_url)
     except (SettingsError, OSError) as error:
-        print(f"agentboard: {error}", file=sys.stderr)
-        return 1
+        return _failed(error)
     if not outcome.changed:
-        print(
-            f"{path} already has {'no ' if args.remove else ''}Agentboard hooks; nothing changed."
-        )
+        _say_unchanged(path, remove=args.remove)
     else:
-        what = "Removed Agentboard's hooks from" if args.remove else "Added Agentboard's hooks to"
-        print(f"{what} {path}.")
-        if outcome.backup:
-            print(f"The previous version is in {outcome.backup}.")
+        _say_hooks_written(path, remove=args.remove, backup=outcome.backup)
     if exported is not None and exported.changed:
         on = args.telemetry and not args.remove
         print(
@@ -507,8 +509,8 @@ def _install_hooks(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         )
         if exported.backup:
             print(f"The previous version is in {exported.backup}.")
-    if not args.remove and not os.environ.get(TOKEN_VARIABLE):
-        print(f"Set {TOKEN_VARIABLE} to your agent token in the shell that starts Claude Code.")
+    if not args.remove:
+        _remind_token("Claude Code")
     return 0
 
 
@@ -578,8 +580,7 @@ def _install_opencode(args: argparse.Namespace) -> int:
             plugin_dir(project=args.project, user=args.user), remove=args.remove
         )
     except (InstallError, OSError) as error:
-        print(f"agentboard: {error}", file=sys.stderr)
-        return 1
+        return _failed(error)
     if not outcome.changed:
         print(f"{outcome.path} is {'absent' if args.remove else 'up to date'}; nothing changed.")
         return 0

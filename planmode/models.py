@@ -119,7 +119,19 @@ class Plan(models.Model):
         return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "…"
 
 
-class Decision(models.Model):
+class DecisionRecord(models.Model):
+    """A decision is a record: written once, never changed (nor deleted in the admin)."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A decision is a record: it is written once and never changed.")
+        super().save(*args, **kwargs)
+
+
+class Decision(DecisionRecord):
     """How a plan revision ended: who, when, what they said. Written once, never edited."""
 
     plan = models.OneToOneField(Plan, on_delete=models.CASCADE, related_name="decision")
@@ -145,11 +157,6 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} {self.plan}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise ValueError("A decision is a record: it is written once and never changed.")
-        super().save(*args, **kwargs)
 
 
 # --- permission requests: any tool an agent asks to use -----------------------------------------
@@ -260,7 +267,7 @@ class PermissionRequest(models.Model):
         return self.is_pending and self.staged_answer is not None
 
 
-class PermissionDecision(models.Model):
+class PermissionDecision(DecisionRecord):
     """How a permission request ended: who or which rule, when, what. Written once."""
 
     request = models.OneToOneField(
@@ -288,11 +295,6 @@ class PermissionDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} {self.request}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise ValueError("A decision is a record: it is written once and never changed.")
-        super().save(*args, **kwargs)
 
 
 class TerminalWait(models.Model):

@@ -150,6 +150,15 @@ class Session(models.Model):
 
     class Meta:
         ordering = ["-last_seen_at"]
+        indexes = [
+            # The running sessions, newest activity first (the overview, the idle sweep): a
+            # handful among a year of ended ones, found without reading the others.
+            models.Index(
+                fields=["-last_seen_at"],
+                condition=models.Q(ended_at__isnull=True),
+                name="session_running_by_seen",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.project} · {self.session_id}"

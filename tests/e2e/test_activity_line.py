@@ -103,6 +103,7 @@ def test_the_row_and_the_cards_say_what_each_agent_is_doing_live(
         context.close()
 
 
+@pytest.mark.live
 def test_the_line_says_idle_the_moment_the_turn_ends_on_every_open_page(agentboard_server, page):
     server = agentboard_server
     hook(server, "PreToolUse", "toolu_pytest")

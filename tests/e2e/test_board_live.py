@@ -7,7 +7,8 @@ import pytest
 
 from tests.conftest import login, screenshot
 
-pytestmark = pytest.mark.browser
+# Live delivery over the channel layer: also run on PostgreSQL + Redis (`.ci/run`).
+pytestmark = [pytest.mark.browser, pytest.mark.live]
 
 
 def put_todos(server, session_id: str, agent_id: str, todos: list[dict]) -> dict:

@@ -12,6 +12,7 @@ from tests.e2e import seed
 pytestmark = pytest.mark.browser
 
 
+@pytest.mark.live
 def test_a_plan_pins_its_session_on_top_of_an_open_overview_and_a_decision_unpins_it(
     agentboard_server, chromium
 ):

@@ -5,7 +5,8 @@ import pytest
 from tests.conftest import login, screenshot
 from tests.e2e.test_board_live import put_todos
 
-pytestmark = pytest.mark.browser
+# Live delivery over the channel layer: also run on PostgreSQL + Redis (`.ci/run`).
+pytestmark = [pytest.mark.browser, pytest.mark.live]
 
 
 def test_the_overview_row_moves_along_and_new_sessions_appear_without_reload(

@@ -11,7 +11,8 @@ from websockets.sync.client import ClientConnection, connect
 from tests.conftest import login, screenshot, two_processes
 from tests.liveserver import LiveServer
 
-pytestmark = pytest.mark.browser
+# Live delivery over the channel layer: also run on PostgreSQL + Redis (`.ci/run`).
+pytestmark = [pytest.mark.browser, pytest.mark.live]
 
 REV_1 = """# Pagination for the orders API
 

@@ -86,6 +86,7 @@ def arrive(server, token: str, session: str, repository: str, host: str) -> None
     seed.hook_from(server, token, body, repository=repository, host=host)
 
 
+@pytest.mark.live
 def test_grouped_by_project_the_groups_follow_live(team, chromium):
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
@@ -113,6 +114,7 @@ def test_grouped_by_project_the_groups_follow_live(team, chromium):
         context.close()
 
 
+@pytest.mark.live
 def test_filters_in_the_address_hold_for_rows_arriving_live(team, chromium):
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()

@@ -15,7 +15,8 @@ from tests.e2e.test_enforcer_countdown import SESSION as COUNTING
 from tests.e2e.test_enforcer_countdown import UNFINISHED, HookInBackground
 from tests.e2e.test_inbox import HeldHook, notify, payload
 
-pytestmark = pytest.mark.browser
+# Live delivery over the channel layer: also run on PostgreSQL + Redis (`.ci/run`).
+pytestmark = [pytest.mark.browser, pytest.mark.live]
 
 COUNT_EVERYWHERE = """() => {
     const rows = [...document.querySelectorAll('.session-row[data-waiting=true]')];

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -114,13 +116,15 @@ class Project:
         wait_until(lambda: self._answers(), "opencode serve to answer", timeout=60)
 
     def _answers(self) -> bool:
+        # A short wait per try: a request that reaches the server while it starts may never
+        # be answered, and must not hold the test for the whole of a normal call's timeout.
         try:
-            self.call("GET", "/session")
+            self.call("GET", "/session", timeout=2)
         except OSError:
             return False
         return True
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 30) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.server_url + path,
@@ -128,7 +132,7 @@ class Project:
             method=method,
             headers={"Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
         return json.loads(raw) if raw.strip() else None
 
@@ -161,6 +165,35 @@ class Project:
         )
 
 
+# What opencode installs into a project's .opencode/ for its plugins (`@opencode-ai/plugin`
+# from npm, about 5 s of each test): kept after the first test, and copied into the next
+# projects, where opencode finds it installed.
+PLUGIN_DEPENDENCIES = ROOT / "var" / "opencode" / f"plugin-dependencies-{VERSION}"
+DEPENDENCY_FILES = ("package.json", "package-lock.json", "bun.lock", ".gitignore", "node_modules")
+
+
+def _plugin_dependencies_given(directory: Path) -> None:
+    if PLUGIN_DEPENDENCIES.is_dir():
+        shutil.copytree(PLUGIN_DEPENDENCIES, directory / ".opencode", dirs_exist_ok=True)
+
+
+def _plugin_dependencies_kept(directory: Path) -> None:
+    installed = directory / ".opencode"
+    if PLUGIN_DEPENDENCIES.exists() or not (installed / "node_modules").is_dir():
+        return
+    kept = Path(tempfile.mkdtemp(dir=PLUGIN_DEPENDENCIES.parent, prefix=".plugin-dependencies-"))
+    for name in DEPENDENCY_FILES:
+        source = installed / name
+        if source.is_dir():
+            shutil.copytree(source, kept / name, symlinks=True)
+        elif source.is_file():
+            shutil.copy2(source, kept / name)
+    try:
+        kept.rename(PLUGIN_DEPENDENCIES)
+    except OSError:  # another run kept them first
+        shutil.rmtree(kept, ignore_errors=True)
+
+
 @pytest.fixture
 def connect(opencode, model, tmp_path) -> Iterator:
     """`connect(board)`: a project with the Agentboard plugin installed, ready to run opencode."""
@@ -182,6 +215,12 @@ def connect(opencode, model, tmp_path) -> Iterator:
             "LANG": "C.UTF-8",
             "AGENTBOARD_URL": board.url,
             "AGENTBOARD_TOKEN": board.token,
+            # Nothing fetched that the test does not use: the model list from models.dev,
+            # which these machines do not reach (the scripted model is configured), the
+            # default plugins (providers' sign-ins) and updates.
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
         }
         subprocess.run(
             ["agentboard", "install-opencode", "--project", str(directory)],
@@ -191,6 +230,7 @@ def connect(opencode, model, tmp_path) -> Iterator:
             timeout=60,
         )
         (directory / "opencode.json").write_text(json.dumps(_config(model), indent=2))
+        _plugin_dependencies_given(directory)
         project = Project(opencode=opencode, board=board, model=model, directory=directory, env=env)
         projects.append(project)
         return project
@@ -198,3 +238,4 @@ def connect(opencode, model, tmp_path) -> Iterator:
     yield connect_
     for project in projects:
         project.stop()
+        _plugin_dependencies_kept(project.directory)

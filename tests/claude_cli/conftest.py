@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.claude_cli.install import CLI, VERSIONS
+from tests.claude_cli.install import CLI, NEWEST, VERSIONS
 from tests.claude_cli.model_server import ModelServer, ToolResult, Turn
 from tests.conftest import Element, parse_html
 from tests.liveserver import ROOT, LiveServer
@@ -67,6 +67,13 @@ def wait_until(check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
 class ClaudeCode:
     version: str
     path: Path
+
+    @property
+    def with_command_hooks(self) -> bool:
+        """For a test that must see both kinds of hooks, not each on both versions (every run
+        of a real CLI costs CI a minute): the oldest version gets HTTP hooks, the newest
+        `agentboard hook` commands."""
+        return self.version == NEWEST
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"claude-{v}" for v in VERSIONS])

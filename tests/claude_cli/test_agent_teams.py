@@ -42,10 +42,9 @@ def test_an_idle_teammate_is_a_card_of_its_own_that_reads_idle(
     server_factory, connect, model, claude_code
 ):
     board = server_factory(env=QUIET)
-    # Each version with one kind of hook (each run takes a minute in a terminal): the oldest
-    # with HTTP hooks; the newest with command hooks, where TeammateIdle runs in the
-    # background and still makes the card.
-    command = claude_code.version == NEWEST
+    # With command hooks (the newest version), TeammateIdle runs in the background and still
+    # makes the card.
+    command = claude_code.with_command_hooks
     project = connect(board, record=("TeammateIdle", "SubagentStart"), command=command)
     lead = Lead(board)
     spawn = tool(

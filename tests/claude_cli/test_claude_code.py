@@ -537,13 +537,12 @@ def test_an_agent_that_stops_early_is_continued_with_the_prompt(server_factory, 
     assert model.loop_requests[-1].answered_with.blocks == say("Both are done.").blocks
 
 
-@pytest.mark.parametrize("install", ["http hooks", "command hooks"])
 def test_a_countdown_longer_than_ten_seconds_still_continues_the_agent(
-    server_factory, connect, model, install
+    server_factory, connect, model, claude_code
 ):
     # `agentboard hook` used to give up on a held hook after 10 s: the continuation never came.
     board = server_factory(env={"AGENTBOARD_CONTINUATION_COUNTDOWN_SECONDS": "12"})
-    project = connect(board, command=install == "command hooks")
+    project = connect(board, command=claude_code.with_command_hooks)
     tests = create_task("Run the tests", "Running the tests")
     model.add(
         tests,

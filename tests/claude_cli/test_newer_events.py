@@ -1,7 +1,7 @@
 """What Claude Code tells besides tool calls and todo lists, shown on the board, with each
-supported version and both kinds of hooks: the folder it moves to (CwdChanged), the permission
-mode each hook carries as it changes, and a refusal by auto mode (PermissionDenied) that a lead
-lets through once from the inbox."""
+supported version (the oldest through HTTP hooks, the newest through command hooks): the
+folder it moves to (CwdChanged), the permission mode each hook carries as it changes, and a
+refusal by auto mode (PermissionDenied) that a lead lets through once from the inbox."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ def history(board, session_id: str) -> list[str]:
     return [entry.text() for entry in page.find_all("li", cls="history-entry")]
 
 
-@pytest.mark.parametrize("command", [False, True], ids=["http-hooks", "command-hooks"])
 def test_a_cd_that_stays_moves_the_session_and_a_new_mode_shows_at_once(
-    server_factory, connect, model, command
+    server_factory, connect, model, claude_code
 ):
     board = server_factory(env=QUIET)
+    command = claude_code.with_command_hooks
     # As commands, CwdChanged runs in the background: Claude Code does not wait for it.
     project = connect(board, record=("CwdChanged",), command=command)
     (project.directory / "api").mkdir()
@@ -64,11 +64,11 @@ def test_a_cd_that_stays_moves_the_session_and_a_new_mode_shows_at_once(
     assert "mode default" in header.text() and moved["new_cwd"] in header.text()
 
 
-@pytest.mark.parametrize("command", [False, True], ids=["http-hooks", "command-hooks"])
 def test_a_refusal_by_auto_mode_shows_and_a_lead_lets_the_call_through_once(
-    server_factory, connect, model, command
+    server_factory, connect, model, claude_code
 ):
     board = server_factory(env=QUIET)
+    command = claude_code.with_command_hooks
     project = connect(board, record=("PermissionDenied",), command=command)
     lead = Lead(board)
     assert lead.post("/settings/inbox/", {"auto_mode_refusals": "on"})[0] in {200, 302}

@@ -210,14 +210,21 @@ if database_url := os.environ.get("DATABASE_URL"):
         # `sqlite:///path` must behave like the default: the same locking and journal options,
         # or concurrent writers fail with "database is locked".
         _database["OPTIONS"] = {**_SQLITE_DEFAULT["OPTIONS"], **_database.get("OPTIONS", {})}
-    elif _database["ENGINE"] == "django.db.backends.postgresql" and envbool(
-        "AGENTBOARD_PREPARED_STATEMENTS", default=True
-    ):
-        # The hot paths' statements (`dashboard.core.sql.hot_cursor`) are prepared on first use; the
-        # ORM's own queries never are (they bind on the client). Turn off behind a pooler that
-        # cannot keep prepared statements (PgBouncer before 1.21, or without
-        # max_prepared_statements in transaction mode).
-        _database["OPTIONS"] = {"prepare_threshold": 0, **_database.get("OPTIONS", {})}
+    elif _database["ENGINE"] == "django.db.backends.postgresql":
+        _options: dict[str, object] = {}
+        if envbool("AGENTBOARD_PREPARED_STATEMENTS", default=True):
+            # The hot paths' statements (`dashboard.core.sql.hot_cursor`) are prepared on first
+            # use; the ORM's own queries never are (they bind on the client). Turn off behind a
+            # pooler that cannot keep prepared statements (PgBouncer before 1.21, or without
+            # max_prepared_statements in transaction mode).
+            _options["prepare_threshold"] = 0
+        if _pool_size := envint("AGENTBOARD_DATABASE_POOL_SIZE", 20):
+            # Each page runs in a thread of its own (Django under ASGI), which would open a
+            # connection and close it at the end: a pool of this process's connections lends
+            # them instead (about 20 ms of every page on PostgreSQL). The long-lived threads
+            # (the writer, the reader, the renderer) each keep one. 0 turns it off.
+            _options["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 20}
+        _database["OPTIONS"] = {**_options, **_database.get("OPTIONS", {})}
     DATABASES = {"default": _database}
 else:
     DATABASES = {"default": _SQLITE_DEFAULT}

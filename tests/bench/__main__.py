@@ -65,8 +65,9 @@ rows: list[tuple[str, str, str, str]] = []
 
 
 # Each server process keeps one database connection per thread that reaches the database: the
-# writer, the render and reading threads, the notifications worker and asgiref's sync thread.
-THREADS_WITH_A_CONNECTION = 5
+# writer, the render and reading threads, the notifications worker and asgiref's sync thread,
+# and on PostgreSQL one more that its pool keeps for the pages.
+THREADS_WITH_A_CONNECTION = 6
 
 
 def row(what: str, figure: str, reference: str = "", verdict: str = "") -> None:

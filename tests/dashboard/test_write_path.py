@@ -327,8 +327,18 @@ def test_a_write_caught_in_a_deadlock_with_another_process_is_run_again_not_refu
     for name in ("agent-a", "agent-b"):
         write_todos(user, "sess-deadlock", name, [todo("First", "pending")])
     a, b = (Agent.objects.get(agent_id=name).pk for name in ("agent-a", "agent-b"))
-    # Another process's connection: a connection of its own, with the same settings.
-    other = connection.get_new_connection(connection.get_connection_params())
+    # Another process's connection: one of its own (not from this process's pool), in a
+    # transaction.
+    import psycopg
+
+    database = connection.settings_dict
+    other = psycopg.connect(
+        dbname=database["NAME"],
+        user=database["USER"],
+        password=database["PASSWORD"] or None,
+        host=database["HOST"] or None,
+        port=database["PORT"] or None,
+    )
     started, release = threading.Event(), threading.Event()
 
     def hold() -> None:

@@ -66,7 +66,7 @@ rows: list[tuple[str, str, str, str]] = []
 
 # Each server process keeps one database connection per thread that reaches the database: the
 # writer, the render and reading threads, the notifications worker and asgiref's sync thread,
-# and on PostgreSQL one more that its pool keeps for the pages.
+# and, with the pool on (`AGENTBOARD_DATABASE_POOL_SIZE`), one more that it keeps for pages.
 THREADS_WITH_A_CONNECTION = 6
 
 

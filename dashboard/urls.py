@@ -16,6 +16,19 @@ from dashboard.web.api import api
 from dashboard.web.timeline import session_timeline_page
 
 urlpatterns = [
+    # The agents' paths first: Django tries the patterns in order, and an agent waits for
+    # each answer.
+    path("hooks/claude-code", claude_code.claude_code_hook, name="claude-code-hook"),
+    path("hooks/codex", codex_hook, name="codex-hook"),
+    path("hooks/gemini", gemini_hook, name="gemini-hook"),
+    path("hooks/opencode", opencode_hook, name="opencode-hook"),
+    path("hooks/opencode/usage", opencode_usage, name="opencode-usage"),
+    # The OTLP/HTTP receiver: what the agents' models cost (`dashboard.costs`).
+    path("v1/", include("dashboard.costs.urls")),
+    path("api/v1/docs", api_docs.api_docs, name="api-docs"),
+    # The same liveness answer on the agents' path (`dashboard.asgi.AgentHandler`).
+    path("api/v1/healthz", views.healthz, name="agent-healthz"),
+    path("api/v1/", api.urls),
     path("", views.overview, name="overview"),
     path("ended/", views.ended_sessions, name="ended-sessions"),
     path("sessions/<str:session_id>/", views.session_board, name="session-board"),
@@ -55,18 +68,7 @@ urlpatterns = [
     path("settings/tokens/", views.token_create, name="token-create"),
     path("settings/tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
     path("admin/", admin.site.urls),
-    path("api/v1/docs", api_docs.api_docs, name="api-docs"),
-    # The same liveness answer on the agents' path (`dashboard.asgi.AgentHandler`).
-    path("api/v1/healthz", views.healthz, name="agent-healthz"),
-    path("api/v1/", api.urls),
     path("healthz", views.healthz, name="healthz"),
-    path("hooks/claude-code", claude_code.claude_code_hook, name="claude-code-hook"),
-    path("hooks/codex", codex_hook, name="codex-hook"),
-    path("hooks/gemini", gemini_hook, name="gemini-hook"),
-    path("hooks/opencode", opencode_hook, name="opencode-hook"),
-    path("hooks/opencode/usage", opencode_usage, name="opencode-usage"),
-    # The OTLP/HTTP receiver: what the agents' models cost (`dashboard.costs`).
-    path("v1/", include("dashboard.costs.urls")),
 ]
 
 handler400 = "dashboard.web.views.bad_request"

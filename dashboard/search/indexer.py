@@ -142,17 +142,18 @@ def index_pending() -> None:
 
 
 def _index(touched: Touched) -> None:
-    if not any(vars(touched).values()):
-        return
-    revisions = TodoRevision.objects.select_related("agent")
-    decisions = Decision.objects.select_related("plan")
-    entries = [
-        *session_entries(touched.sessions),
-        *revision_entries(revisions.filter(pk__in=touched.revisions)),
-        *plan_entries(Plan.objects.filter(pk__in=touched.plans)),
-        *decision_entries(decisions.filter(plan_id__in=touched.plans)),
-        *request_entries(PermissionRequest.objects.filter(pk__in=touched.requests)),
-    ]
+    """The entries of what was touched. Each kind costs a query only when something of it was
+    touched: a job after a TodoWrite, the commonest, has a session and a revision."""
+    entries = list(session_entries(touched.sessions))
+    if touched.revisions:
+        revisions = TodoRevision.objects.select_related("agent")
+        entries += revision_entries(revisions.filter(pk__in=touched.revisions))
+    if touched.plans:
+        entries += plan_entries(Plan.objects.filter(pk__in=touched.plans))
+        decisions = Decision.objects.select_related("plan")
+        entries += decision_entries(decisions.filter(plan_id__in=touched.plans))
+    if touched.requests:
+        entries += request_entries(PermissionRequest.objects.filter(pk__in=touched.requests))
     if touched.annotated:
         entries += comments_replaced(touched.annotated)
     store(entries, changed_only=True)

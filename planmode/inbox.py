@@ -8,7 +8,7 @@ waiting for input in their own terminal, oldest first. What waits on whom is the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -369,8 +369,13 @@ def waiting_by_session(
 
 
 def waiting_by_agent(agent_pks: Sequence[int]) -> dict[int, list[InboxItem]]:
+    return by_agent(items_of(waiting(agents=agent_pks)))
+
+
+def by_agent(items: Iterable[InboxItem]) -> dict[int, list[InboxItem]]:
+    """The items of each agent, in their order."""
     found: dict[int, list[InboxItem]] = {}
-    for item in items_of(waiting(agents=agent_pks)):
+    for item in items:
         found.setdefault(item.agent.pk, []).append(item)
     return found
 

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import F, Q, QuerySet
 from django.utils.dateparse import parse_datetime
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from dashboard.activity.selectors import (
@@ -19,11 +20,19 @@ from dashboard.activity.selectors import (
     latest_steps_by_session,
     now_line,
 )
+from dashboard.board.todo_html import todo_items
 from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery, aware, rows_in
 from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.models import Agent, Session
-from planmode.inbox import InboxItem, Waiting, waiting, waiting_by_agent, waiting_by_session
+from planmode.inbox import (
+    InboxItem,
+    Waiting,
+    by_agent,
+    waiting,
+    waiting_by_agent,
+    waiting_by_session,
+)
 from todos.models import Continuation, EnforcerEvent, Todo, TodoRevision, TodoStatus
 from todos.services import FLAG_MESSAGES, progress_of
 
@@ -97,6 +106,11 @@ class AgentCard:
     now: NowLine | None = None
     # What capabilities add (`CARD_PARTS`), by name.
     parts: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def shown_html(self) -> SafeString:
+        """The `<li>` of each item the card shows (`dashboard.board.todo_html`)."""
+        return todo_items(self.shown)
 
     @property
     def next_pending(self) -> Todo | None:
@@ -266,18 +280,21 @@ _RECENT_FLAGS = """
 """
 
 
-def _cards(agents: list[Agent]) -> list[AgentCard]:
+def _cards(agents: list[Agent], *, waits: Sequence[InboxItem] | None = None) -> list[AgentCard]:
     """The cards of these agents (their session and tracking rows loaded), in six queries, one
     per part a capability adds (`CARD_PARTS`), and one more per kind of thing that waits on a
-    person, if any does."""
+    person, if any does. `waits`: what waits on a person in their session, already read, to
+    take each card's from instead of asking again."""
     parts = {agent.pk: _CardParts() for agent in agents}
     pks = list(parts)
     for todo in _todos.rows(pks):
         parts[todo.agent_id].todos.append(todo)
     for continuation in _counting.rows(pks):
         parts[continuation.agent_id].counting.append(continuation)
-    for agent_pk, waits in waiting_by_agent(pks).items():
-        parts[agent_pk].waits = waits
+    for agent_pk, its_waits in (
+        waiting_by_agent(pks) if waits is None else by_agent(waits)
+    ).items():
+        parts[agent_pk].waits = its_waits
     recent = (EnforcerEvent.Kind.FLAG.value, FLAG_HISTORY_LENGTH)
     flag_pks = [pk for (pk,) in rows_in(_RECENT_FLAGS, pks, recent)] if pks else []
     for event in _events.rows(flag_pks):
@@ -296,13 +313,14 @@ def _cards(agents: list[Agent]) -> list[AgentCard]:
     return [_card(agent, parts[agent.pk]) for agent in agents]
 
 
-def board_cards(session: Session) -> list[AgentCard]:
-    """Main agent first, then subagents in start order."""
+def board_cards(session: Session, *, waits: Sequence[InboxItem] | None = None) -> list[AgentCard]:
+    """Main agent first, then subagents in start order. `waits`: what waits on a person in
+    the session, if already read (the board's summary has it)."""
     agents = list(session.agents.select_related("tracking").order_by("started_at", "pk"))
     for agent in agents:
         agent.session = session
     agents.sort(key=lambda a: not a.is_main)
-    return _cards(agents)
+    return _cards(agents, waits=waits)
 
 
 def agent_card(agent_pk: int) -> AgentCard:

@@ -195,7 +195,7 @@ def session_board(request: HttpRequest, session_id: str) -> HttpResponse:
         "summary": summary,
         # What waits, and what was just decided and can still be undone.
         "waits": [*summary.waits, *staged_in_session(summary.session.pk)],
-        "cards": selectors.board_cards(session),
+        "cards": selectors.board_cards(session, waits=summary.waits),
         "history": history.entries,
         "history_page": history,
         # Its answer buttons are for those whom what waits in it waits on.

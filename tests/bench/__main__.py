@@ -13,10 +13,11 @@ on a shared, noisy machine:
   held hook) hearing it, with 1,000 idle agent sockets open; and the POST's own answer;
 - live updates: 100 board sockets on one session while 100 writes per second arrive;
 - memory per idle agent socket and per idle browser socket (1,000 of each);
-- held hooks: 300 ExitPlanMode hooks held at once while TodoWrite hooks arrive at 100/s, their
-  p99 next to the same load without them (measured once the held hooks have arrived and
-  settled: this is the cost of waiting; how long they took to arrive is printed beside it),
-  then every held hook answered by a reviewer;
+- held hooks: 300 ExitPlanMode hooks (then 300 Bash PermissionRequests) arriving at once,
+  then held, while 50 agents on the board send TodoWrite hooks at 100/s in all: their p99
+  while the held hooks arrive and once they wait, each next to the same load without them;
+  then every held hook answered by a reviewer. Beside them, 300 health checks arriving at
+  once: what any burst of that many requests costs the event loop;
 - the hook command: `agentboard hook` forwarding one event, a fresh process each time as Claude
   Code runs it, its wall time beside `python -c pass` in the same run (`hook_command.py`);
 - with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one, and
@@ -45,7 +46,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -60,6 +61,9 @@ from tests.liveserver import LiveServer, create_database, drop_database, free_po
 CLIENTS = 16
 # How long the held-hooks part lets the server settle after its hooks arrived.
 SETTLE_SECONDS = 1.0
+# The agents on the board whose TodoWrite hooks the held-hooks part sends: each sends one
+# about every half second, as an agent at work does.
+RUNNING_AGENTS = 50
 PARTS = ("ingest", "decisions", "held", "live", "memory", "plans", "hookcmd", "scale", "history")
 rows: list[tuple[str, str, str, str]] = []
 
@@ -628,9 +632,80 @@ def allow_request(browser: dict, request_id: int) -> bytes:
 
 async def held_hooks(servers: list[LiveServer], seconds: float, held: int, label: str) -> None:
     """Hundreds of agents waiting on a reviewer must cost the others nothing: neither while
-    their hooks arrive all at once (a team restarting its agents) nor while they wait."""
+    their hooks arrive all at once (a team restarting its agents) nor while they wait. Beside
+    them, the same number of health checks arriving at once: what any burst of requests costs
+    the server's event loop, whatever they ask."""
+    await burst_of_health_checks(servers, seconds, held, label)
     for kind in HELD_KINDS:
         await held_hooks_of(kind, servers, seconds, held, label)
+
+
+def todo_writes_at_100(servers: list[LiveServer], seconds: float) -> Callable[[], Awaitable[Run]]:
+    """TodoWrite hooks at 100 a second in all, from RUNNING_AGENTS agents already on the board
+    (spread over the servers): the other agents of a team at work."""
+    first = servers[0]
+    # Each process gets its own agents: one agent sends its next hook only once the last one
+    # was answered, so two processes never write the same agent at the same moment.
+    makers = [
+        hook_maker(first.token, "todowrite", first_client=index * 1_000_000)
+        for index in range(len(servers))
+    ]
+    per_server = max(1, RUNNING_AGENTS // len(servers))
+
+    def of_running_agents(make: Callable[[int], bytes]) -> Callable[[int], bytes]:
+        return lambda number: make(number % per_server)
+
+    async def run() -> Run:
+        runs = await asyncio.gather(
+            *(
+                open_loop(
+                    server.port,
+                    of_running_agents(make),
+                    rate=100 / len(servers),
+                    seconds=seconds,
+                )
+                for server, make in zip(servers, makers, strict=True)
+            )
+        )
+        return Run(
+            seconds=max(each.seconds for each in runs),
+            latencies=[latency for each in runs for latency in each.latencies],
+            statuses={
+                status: sum(each.statuses.get(status, 0) for each in runs)
+                for status in {status for each in runs for status in each.statuses}
+            },
+        )
+
+    return run
+
+
+def within_twice(run: Run, before: Run) -> str:
+    return check(run.percentile(0.99) <= 2 * max(before.percentile(0.99), 5.0) and not run.errors)
+
+
+async def burst_of_health_checks(
+    servers: list[LiveServer], seconds: float, count: int, label: str
+) -> None:
+    """`count` health checks on new connections at one instant, while TodoWrite arrives."""
+    ingest_at_100 = todo_writes_at_100(servers, seconds)
+    await ingest_at_100()  # warm-up
+    before = await ingest_at_100()
+    arriving_run = asyncio.ensure_future(ingest_at_100())
+    await asyncio.sleep(min(1.0, seconds / 4))
+    checks = []
+    for n in range(count):
+        connection = await Connection.open(servers[n % len(servers)].port)
+        checks.append(asyncio.ensure_future(connection.send(http_request("GET", "/healthz"))))
+    answers = await asyncio.gather(*checks)
+    arriving = await arriving_run
+    print(f"\nA burst of requests, {label}: {count} health checks at once, TodoWrite at 100/s:")
+    row(
+        f"TodoWrite hook p99 while {count} health checks arrive",
+        f"{arriving.percentile(0.99):6.1f} ms",
+        f"without: {before.percentile(0.99):.1f} ms; "
+        f"{sum(1 for answer in answers if answer.status == 200)} answered 200",
+        within_twice(arriving, before),
+    )
 
 
 async def held_hooks_of(
@@ -639,34 +714,7 @@ async def held_hooks_of(
     what = "ExitPlanMode" if kind == "plan" else "Bash PermissionRequest"
     print(f"\nHeld hooks, {label}: {held} {what} hooks held while TodoWrite arrives at 100/s:")
     first = servers[0]
-    # Each process gets its own agents: one agent sends its next hook only once the last one
-    # was answered, so two processes never write the same agent at the same moment.
-    todo_writes = [
-        hook_maker(first.token, "todowrite", first_client=index * 1_000_000)
-        for index in range(len(servers))
-    ]
-
-    async def ingest_at_100() -> Run:
-        runs = await asyncio.gather(
-            *(
-                open_loop(server.port, todo_write, rate=100 / len(servers), seconds=seconds)
-                for server, todo_write in zip(servers, todo_writes, strict=True)
-            )
-        )
-        return Run(
-            seconds=max(run.seconds for run in runs),
-            latencies=[latency for run in runs for latency in run.latencies],
-            statuses={
-                status: sum(run.statuses.get(status, 0) for run in runs)
-                for status in {status for run in runs for status in run.statuses}
-            },
-        )
-
-    def verdict(run: Run, before: Run) -> str:
-        return check(
-            run.percentile(0.99) <= 2 * max(before.percentile(0.99), 5.0) and not run.errors
-        )
-
+    ingest_at_100 = todo_writes_at_100(servers, seconds)
     await ingest_at_100()  # warm-up
     before = await ingest_at_100()
     tag = uuid.uuid4().hex[:8]
@@ -720,14 +768,14 @@ async def held_hooks_of(
         f"TodoWrite hook p99 while {held} arrive (without)",
         f"{arriving.percentile(0.99):6.1f} ms",
         f"without: {before.percentile(0.99):.1f} ms; goal ≤ 2 x; {arriving.errors} errors",
-        verdict(arriving, before),
+        within_twice(arriving, before),
     )
     during = await ingest_at_100()
     row(
         f"TodoWrite hook p99 with {held} held (without)",
         f"{during.percentile(0.99):6.1f} ms",
         f"without: {before.percentile(0.99):.1f} ms; goal ≤ 2 x; {during.errors} errors",
-        verdict(during, before),
+        within_twice(during, before),
     )
     browser = first.log_in()
     reviewer = await Connection.open(first.port)

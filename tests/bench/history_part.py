@@ -234,7 +234,24 @@ async def measure_hooks(server: LiveServer, seconds: float) -> Run:
         return http_request("POST", "/hooks/claude-code", body=body, headers=headers)
 
     await open_loop(server.port, make, rate=50, seconds=1.0)
-    return await open_loop(server.port, make, rate=50, seconds=seconds)
+    run = await open_loop(server.port, make, rate=50, seconds=seconds)
+    await end_sessions(server, [f"bench-history-{tag}-{n}" for n in range(8)])
+    return run
+
+
+async def end_sessions(server: LiveServer, session_ids: list[str]) -> None:
+    """End the sessions a measurement started, as their agents would (SessionEnd): a year
+    measured again must list the running sessions it had, not the last run's as well."""
+    connection = await Connection.open(server.port)
+    try:
+        for session_id in session_ids:
+            body = {"session_id": session_id, "hook_event_name": "SessionEnd", "reason": "exit"}
+            headers = {"Authorization": f"Bearer {server.token}"}
+            await connection.send(
+                http_request("POST", "/hooks/claude-code", body=body, headers=headers)
+            )
+    finally:
+        connection.close()
 
 
 async def measure_decisions(server: LiveServer, rounds: int) -> Run:
@@ -271,6 +288,7 @@ async def measure_decisions(server: LiveServer, rounds: int) -> Run:
                     run.latencies.append(arrived - started)
     finally:
         reviewer.close()
+    await end_sessions(server, [f"bench-history-plan-{tag}-{n}" for n in range(rounds + 1)])
     return run
 
 

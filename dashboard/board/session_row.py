@@ -2,10 +2,11 @@
 
 The overview lists every running session, what waits on the lead first, and the template
 engine spent two thirds of the page on them: about 360 lookups and filters a row, 0.6 ms each
-on a team's overview of 58 rows. Here a row is a few strings, every text from an agent or a
-person escaped; the markup is what `dashboard/_session_row.html` showed (that template now
-calls this), and the page's scripts and tests read it the same way. What a row shows only
-sometimes, a thing that waits or what the agent is doing now, stays in its own template.
+on a team's overview of 58 rows. Here a row is a few `format_html` calls, which escape every
+text of an agent's or a person's; the markup is what `dashboard/_session_row.html` showed
+(that template now calls this), and the page's scripts and tests read it the same way. What a
+row shows only sometimes, a thing that waits or what the agent is doing now, stays in its own
+template.
 """
 
 from __future__ import annotations
@@ -16,71 +17,97 @@ from django.template.loader import get_template
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
-from django.utils.html import conditional_escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
 from dashboard.board.selectors import SessionSummary, Tally
 
+# The markup of a row, in constant pieces; `format_html` fills in and escapes every value.
+ROW = (
+    '\n<li id="session-row-{pk}" class="session-row is-{group}{flash}"{swap}'
+    '\n    data-group="{group}" data-change-key="{change_key}" data-active="{active}" '
+    'data-waiting="{waiting}" data-waits="{waits}" data-owner="{owner}" data-team="{team}" '
+    'data-client="{client}" data-project="{project_pk}" data-person="{username}" '
+    'data-machine="{machine}"'
+    '\n    data-search="{search}">'
+    '\n  <span class="live-dot{live}" role="img" aria-label="{state}"></span>'
+    '\n  <span class="row-project"><strong class="project" title="Project {project}">'
+    '{project}</strong> <span class="kind" title="Agent kind">{kind}</span></span>'
+    '\n  <span class="row-owner meta"><span class="owner" title="Person {person}{username_aside}">'
+    '{person}</span><span class="host" title="Machine {host}">&nbsp;· {host}</span>{mode}</span>'
+    '\n  <span class="row-title"><a class="session-link" href="{href}" '
+    'title="{project} · {username}{branch_aside} — {title} (session {short_id})">{title}</a>'
+    '{branch} <code class="short-id meta" title="Session {session_id}">{short_id}</code></span>'
+    '\n  <span class="row-status">{status}</span>'
+    # The included templates ended with a new line: a space between inline elements.
+    '\n  <span class="row-progress">{bar}\n<span class="count">{done}/{of}</span></span>'
+    '\n  <span class="agents">{agents} agent{plural}{flags}</span>'
+    '\n  <span class="cost">{usage}\n</span>'
+    '\n  <time class="when" datetime="{iso}" title="Last event {when}" data-relative>'
+    "{since} ago</time>"
+    "\n</li>"
+)
+BAR = (
+    '<span class="bar" role="progressbar" aria-label="Progress of {label}" aria-valuemin="0" '
+    'aria-valuemax="{of}" aria-valuenow="{done}" aria-valuetext="{done} of {of} done">'
+    '<svg class="bar-track" viewBox="0 0 100 1" preserveAspectRatio="none" aria-hidden="true" '
+    'focusable="false"><rect class="bar-fill" width="{percent}" height="1"/></svg></span>'
+)
+GAP = "\n    "
 
-def _e(value: Any) -> str:
-    return str(conditional_escape(value))
+
+def progress_bar(tally: Tally, label: str) -> SafeString:
+    """A progress bar, of a row and of a card (`{% progress_bar %}`): the fill is an SVG
+    width, as the Content-Security-Policy allows no inline style."""
+    return format_html(BAR, label=label, of=tally.of, done=tally.completed, percent=tally.percent)
 
 
-def progress_bar(tally: Tally, label: str) -> str:
-    """`dashboard/_bar.html`: the fill is an SVG width, as the Content-Security-Policy
-    allows no inline style."""
-    done, of = tally.completed, tally.of
-    return (
-        f'<span class="bar" role="progressbar" aria-label="Progress of {_e(label)}" '
-        f'aria-valuemin="0" aria-valuemax="{of}" aria-valuenow="{done}" '
-        f'aria-valuetext="{done} of {of} done"><svg class="bar-track" viewBox="0 0 100 1" '
-        'preserveAspectRatio="none" aria-hidden="true" focusable="false">'
-        f'<rect class="bar-fill" width="{tally.percent}" height="1"/></svg></span>'
-    )
-
-
-def _usage(usage: Any) -> str:
+def _usage(usage: Any) -> SafeString | str:
     """`costs/_usage.html` as a row shows it: the cost, else the tokens."""
     if not usage:
         return ""
-    tokens = _e(usage.tokens_text)
     if usage.cost_micros:
-        how = "estimated" if usage.estimated else "reported by the agent"
-        sign = "≈" if usage.estimated else ""
-        return f'<span title="{tokens} tokens; cost {how}">{sign}{_e(usage.cost_text)}</span>'
-    return (
-        f'<span title="{tokens} tokens; no cost reported">{tokens}'
-        '<span class="visually-hidden"> tokens</span></span>'
+        return format_html(
+            '<span title="{} tokens; cost {}">{}{}</span>',
+            usage.tokens_text,
+            "estimated" if usage.estimated else "reported by the agent",
+            "≈" if usage.estimated else "",
+            usage.cost_text,
+        )
+    return format_html(
+        '<span title="{0} tokens; no cost reported">{0}<span class="visually-hidden"> tokens'
+        "</span></span>",
+        usage.tokens_text,
     )
 
 
-def _status(summary: SessionSummary) -> str:
+def _status(summary: SessionSummary) -> SafeString | str:
     """What the row says the session is at: what waits longest, else ended, else what its
     agents do now."""
     session, first = summary.session, summary.first_wait
-    gap = "\n    "
     if first is not None:
-        line = get_template("planmode/_wait_line.html").render({"item": first})
         more = len(summary.waits) - 1
-        if more > 0:
-            line += f' <span class="meta">and {more} more</span>'
-        return line + gap
+        return format_html(
+            "{}{}" + GAP,
+            get_template("planmode/_wait_line.html").render({"item": first}),
+            format_html(' <span class="meta">and {} more</span>', more) if more > 0 else "",
+        )
     if not session.is_active:
         quietly = " (went quiet)" if session.ended_quietly else ""
-        return f'<span class="meta">ended{quietly}</span>{gap}'
+        return format_html('<span class="meta">ended{}</span>' + GAP, quietly)
     if summary.now:
         now = get_template("activity/_now.html").render({"now": summary.now})
-        return f'<span class="activity">{now}</span>{gap}'
+        return format_html('<span class="activity">{}</span>' + GAP, now)
     if summary.current_activity:
-        return (
-            '<span class="activity"><span aria-hidden="true">▶</span> '
-            f"{_e(summary.current_activity)}</span>{gap}"
+        return format_html(
+            '<span class="activity"><span aria-hidden="true">▶</span> {}</span>' + GAP,
+            summary.current_activity,
         )
     if session.permission_mode == "plan":
-        return (
-            '<span class="meta"><span class="i-pause" aria-hidden="true"></span> '
-            "plan mode on</span>"
+        return format_html(
+            '<span class="meta"><span class="i-pause" aria-hidden="true"></span> {}</span>',
+            "plan mode on",
         )
     return ""
 
@@ -90,76 +117,69 @@ def session_row(
 ) -> SafeString:
     """The `<li>` of a session on the overview. `oob`: it replaces the row already on the page
     (a live update); `oob_insert`: it goes in at that place instead; `flash`: it just changed."""
-    s = summary.session
-    tally = summary.tally
+    s, tally = summary.session, summary.tally
     owner = s.owner
-    username = _e(owner.get_username())
-    full = _e(owner.get_full_name())
-    person = full or username
-    project, title, host = _e(s.project), _e(s.display_title), _e(s.host_label)
-    active = s.is_active
+    username, full = owner.get_username(), owner.get_full_name()
+    active, mode, agents = s.is_active, s.permission_mode, summary.agent_count
     last_seen = timezone.localtime(s.last_seen_at)
-    mode = s.permission_mode
-    branch = _e(s.branch)
-    flagged = (
-        ' <span class="flag-count" title="Agents with discipline flags">'
-        '<span aria-hidden="true">⚑</span><span class="visually-hidden">flagged:</span> '
-        f"{summary.flag_count}</span>"
+    row = format_html(
+        ROW,
+        pk=s.pk,
+        group=summary.group,
+        flash=" flash" if flash else "",
+        swap=format_html(' hx-swap-oob="{}"', "true") if oob and not oob_insert else "",
+        change_key=summary.change_key,
+        active="true" if active else "false",
+        waiting="true" if summary.group == "waiting" else "false",
+        waits=len(summary.waits),
+        owner=s.owner_id or "",
+        team=s.team_id or "",
+        client=s.client,
+        project_pk=s.project_record_id or "",
+        username=username,
+        machine=s.host,
+        search=summary.search_text,
+        live=" is-live" if active else "",
+        state="running" if active else "ended",
+        project=s.project,
+        kind=s.get_client_display(),
+        person=full or username,
+        username_aside=f" ({username})" if full else "",
+        host=s.host_label,
+        mode=format_html('<span class="mode">&nbsp;· {}</span>', mode)
+        if mode not in ("default", "plan")
+        else "",
+        href=reverse("session-board", args=[s.session_id]),
+        branch_aside=f" · ⎇ {s.branch}" if s.branch else "",
+        title=s.display_title,
+        short_id=s.short_id,
+        branch=format_html(
+            ' <span class="branch meta" title="git branch {0}"><span aria-hidden="true">⎇'
+            '</span><span class="visually-hidden">branch</span> {0}</span>',
+            s.branch,
+        )
+        if s.branch
+        else "",
+        session_id=s.session_id,
+        status=_status(summary),
+        bar=progress_bar(tally, s.display_title),
+        done=tally.completed,
+        of=tally.of,
+        agents=agents,
+        plural="" if agents == 1 else "s",
+        flags=format_html(
+            ' <span class="flag-count" title="Agents with discipline flags">'
+            '<span aria-hidden="true">⚑</span><span class="visually-hidden">flagged:</span> '
+            "{}</span>",
+            summary.flag_count,
+        )
         if summary.flag_count
-        else ""
-    )
-    agents = summary.agent_count
-    swap = ' hx-swap-oob="true"' if oob and not oob_insert else ""
-    html = (
-        f'\n<li id="session-row-{s.pk}" class="session-row is-{summary.group}'
-        f'{" flash" if flash else ""}"'
-        f"{swap}"
-        f'\n    data-group="{summary.group}" data-change-key="{_e(summary.change_key)}" '
-        f'data-active="{"true" if active else "false"}" '
-        f'data-waiting="{"true" if summary.group == "waiting" else "false"}" '
-        f'data-waits="{len(summary.waits)}" data-owner="{s.owner_id or ""}" '
-        f'data-team="{s.team_id or ""}" data-client="{_e(s.client)}" '
-        f'data-project="{s.project_record_id or ""}" data-person="{username}" '
-        f'data-machine="{_e(s.host)}"'
-        f'\n    data-search="{_e(summary.search_text)}">'
-        f'\n  <span class="live-dot{" is-live" if active else ""}" role="img" '
-        f'aria-label="{"running" if active else "ended"}"></span>'
-        f'\n  <span class="row-project"><strong class="project" title="Project {project}">'
-        f'{project}</strong> <span class="kind" title="Agent kind">'
-        f"{_e(s.get_client_display())}</span></span>"
-        f'\n  <span class="row-owner meta"><span class="owner" title="Person {person}'
-        f'{f" ({username})" if full else ""}">{person}</span>'
-        f'<span class="host" title="Machine {host}">&nbsp;· {host}</span>'
-        + (
-            f'<span class="mode">&nbsp;· {_e(mode)}</span>'
-            if mode not in ("default", "plan")
-            else ""
-        )
-        + "</span>"
-        f'\n  <span class="row-title"><a class="session-link" '
-        f'href="{reverse("session-board", args=[s.session_id])}" '
-        f'title="{project} · {username}{f" · ⎇ {branch}" if s.branch else ""} — {title} '
-        f'(session {_e(s.short_id)})">{title}</a>'
-        + (
-            f' <span class="branch meta" title="git branch {branch}"><span aria-hidden="true">'
-            f'⎇</span><span class="visually-hidden">branch</span> {branch}</span>'
-            if s.branch
-            else ""
-        )
-        + f' <code class="short-id meta" title="Session {_e(s.session_id)}">{_e(s.short_id)}'
-        "</code></span>"
-        f'\n  <span class="row-status">{_status(summary)}</span>'
-        # The included templates ended with a new line: a space between inline elements.
-        f'\n  <span class="row-progress">{progress_bar(tally, s.display_title)}\n'
-        f'<span class="count">{tally.completed}/{tally.of}</span></span>'
-        f'\n  <span class="agents">{agents} agent{"" if agents == 1 else "s"}{flagged}</span>'
-        f'\n  <span class="cost">{_usage(summary.parts.get("usage"))}\n</span>'
-        f'\n  <time class="when" datetime="{date_format(last_seen, "c")}" '
-        f'title="Last event {date_format(last_seen, "Y-m-d H:i:s e")}" data-relative>'
-        f"{_e(timesince(s.last_seen_at))} ago</time>"
-        "\n</li>"
+        else "",
+        usage=_usage(summary.parts.get("usage")),
+        iso=date_format(last_seen, "c"),
+        when=date_format(last_seen, "Y-m-d H:i:s e"),
+        since=timesince(s.last_seen_at),
     )
     if oob_insert:
-        html = f'<div hx-swap-oob="{_e(oob_insert)}">{html}</div>'
-    # Every text of an agent or a person above went through `_e`.
-    return mark_safe(html)  # noqa: S308
+        return format_html('<div hx-swap-oob="{}">{}</div>', oob_insert, row)
+    return row

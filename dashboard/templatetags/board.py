@@ -7,7 +7,8 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from dashboard.board.selectors import SessionSummary
+from dashboard.board.selectors import SessionSummary, Tally
+from dashboard.board.session_row import progress_bar as bar_html
 from dashboard.board.session_row import session_row as row_html
 
 register = template.Library()
@@ -23,3 +24,9 @@ def session_row(context: dict[str, Any], summary: SessionSummary) -> SafeString:
         oob_insert=context.get("oob_insert") or "",
         flash=bool(context.get("flash")),
     )
+
+
+@register.simple_tag
+def progress_bar(tally: Tally, label: str) -> SafeString:
+    """A progress bar (`dashboard.board.session_row.progress_bar`), as a card shows it."""
+    return bar_html(tally, label)

@@ -10,7 +10,7 @@ than running it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -156,12 +156,11 @@ class PreparedQuery(Generic[M]):
         return compiled.run(self.model, ids)
 
     def _compile(self, count: int) -> _Compiled | None:
-        stand_ins = {self.PLACEHOLDER - i: i for i in range(count)}
+        stand_ins = stand_in_ids(count)
         compiler = self.queryset(list(stand_ins)).query.get_compiler(using="default")
         sql, params = compiler.as_sql()
-        # Each parameter is either the id at that index or a constant of the query.
-        shape = [(stand_ins[p], None) if p in stand_ins else (None, p) for p in params]
-        if {index for index, _ in shape if index is not None} != set(range(count)):
+        shape = params_shape(params, stand_ins)
+        if shape is None:
             return None
         klass_info = compiler.klass_info
         select_fields = klass_info["select_fields"]
@@ -180,6 +179,87 @@ class PreparedQuery(Generic[M]):
         )
 
 
+def stand_in_ids(count: int) -> dict[int, int]:
+    """Ids to compile a query with, each mapped to its index: no real id or other parameter
+    takes such a value."""
+    return {PreparedQuery.PLACEHOLDER - i: i for i in range(count)}
+
+
+Shape = list[tuple[int | None, Any]]
+
+
+def params_shape(params: Sequence[Any], stand_ins: dict[int, int]) -> Shape | None:
+    """Each parameter of a query compiled with `stand_ins`: (the index of the id it stands
+    for, None) or (None, the query's own constant); None when some id did not end up as a
+    parameter of its own (the query cannot be run again with other ids)."""
+    shape: Shape = [(stand_ins[p], None) if p in stand_ins else (None, p) for p in params]
+    if {index for index, _ in shape if index is not None} != set(range(len(stand_ins))):
+        return None
+    return shape
+
+
+def filled(shape: Shape, ids: Sequence[int]) -> list[Any]:
+    return [ids[index] if index is not None else value for index, value in shape]
+
+
+class PreparedRows:
+    """A `values_list` read that pages run on every request, compiled once per key and number
+    of ids: building and compiling a union of several models' querysets costs the ORM more
+    than the database takes to answer it.
+
+    `queryset(key, ids)` builds the read; the key (hashable) and the ids' number must decide
+    its SQL entirely (nothing in it may depend on the time or on what the database holds).
+    `ids` None is a read without ids. Rows are tuples in the `values_list`'s order, converted as
+    the ORM converts them. A shape this cannot prepare runs as it is, every time."""
+
+    # Past this many compiled reads, the oldest half is forgotten.
+    MOST = 512
+
+    def __init__(self, queryset: Callable[[Any, list[int] | None], QuerySet]) -> None:
+        self.queryset = queryset
+        self.compiled: dict[tuple[Hashable, int | None], _CompiledRows | None] = {}
+
+    def rows(self, key: Hashable, ids: Sequence[int] | None = None) -> list[tuple]:
+        wanted = None if ids is None else list(ids)
+        slot = (key, None if wanted is None else len(wanted))
+        if slot not in self.compiled:
+            if len(self.compiled) >= self.MOST:
+                for old in list(self.compiled)[: self.MOST // 2]:
+                    self.compiled.pop(old, None)
+            self.compiled[slot] = self._compile(key, slot[1])
+        compiled = self.compiled.get(slot)
+        if compiled is None:
+            return [tuple(row) for row in self.queryset(key, wanted)]
+        return compiled.run(wanted or [])
+
+    def _compile(self, key: Hashable, count: int | None) -> _CompiledRows | None:
+        stand_ins = stand_in_ids(count or 0)
+        queryset = self.queryset(key, None if count is None else list(stand_ins))
+        compiler = queryset.query.get_compiler(using="default")
+        sql, params = compiler.as_sql()
+        shape = params_shape(params, stand_ins)
+        if shape is None:
+            return None
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        return _CompiledRows(compiler, sql, shape, compiler.get_converters(fields))
+
+
+@dataclass(frozen=True)
+class _CompiledRows:
+    compiler: SQLCompiler
+    sql: str
+    shape: Shape
+    converters: dict[int, Any]
+
+    def run(self, ids: Sequence[int]) -> list[tuple]:
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, filled(self.shape, ids))
+            rows = cursor.fetchall()
+        if self.converters:
+            return [tuple(row) for row in self.compiler.apply_converters(rows, self.converters)]
+        return rows
+
+
 @dataclass(frozen=True)
 class _Compiled:
     """A query compiled for a number of ids, and how to build models from its rows."""
@@ -187,7 +267,7 @@ class _Compiled:
     compiler: SQLCompiler
     sql: str
     # Per parameter: (index of the id, None) or (None, the query's own constant).
-    shape: list[tuple[int | None, Any]]
+    shape: Shape
     start: int
     end: int
     init_list: list[str]
@@ -197,9 +277,8 @@ class _Compiled:
     annotations: dict[str, int]
 
     def run(self, model: type[M], ids: list[int]) -> list[M]:
-        params = [ids[index] if index is not None else value for index, value in self.shape]
         with hot_cursor() as cursor:
-            cursor.execute(self.sql, params)
+            cursor.execute(self.sql, filled(self.shape, ids))
             rows = cursor.fetchall()
         if self.converters:
             rows = self.compiler.apply_converters(rows, self.converters)

@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from dashboard.board import selectors
 from dashboard.core.visibility import EVERYONE, audience_of
+from dashboard.models import Agent, Session
+from planmode import inbox
 from planmode.inbox import inbox_count, inbox_items, waiting
 from planmode.models import Plan, TerminalWait
 from tests.conftest import parse_html
@@ -72,6 +74,41 @@ def test_one_query_finds_everything_waiting_oldest_first(everything, user):
         "countdown",
     ]
     assert inbox_count(EVERYONE).total == 5 and inbox_count(audience_of(user)).total == 4
+
+
+def test_compiled_once_per_viewer_it_answers_as_the_orm_for_any_sessions_and_agents(
+    everything, user, other_user
+):
+    """The union is compiled once per viewer and number of ids, then run with other ids: what
+    it finds is what the ORM finds, times as the ORM gives them, and what waits after a write."""
+    sessions = sorted(Session.objects.values_list("pk", flat=True))
+    agents = sorted(Agent.objects.values_list("pk", flat=True))
+
+    def orm(audience, **ids) -> list:
+        rows = [inbox.Waiting(*row) for row in inbox._union(audience, **ids)]
+        return sorted(rows, key=lambda w: (w.since, inbox.KINDS.index(w.kind), w.pk))
+
+    for audience in (EVERYONE, audience_of(user), audience_of(other_user)):
+        assert waiting(audience) == orm(audience)
+        # The same number of ids each time: each run finds its own sessions' waits.
+        for pair in (sessions[:2], sessions[1:3], sessions[2:4]):
+            assert waiting(audience, sessions=pair) == orm(audience, sessions=pair)
+        for one in agents:
+            assert waiting(audience, agents=[one]) == orm(audience, agents=[one])
+    found = waiting(EVERYONE)
+    assert all(w.since.tzinfo is not None for w in found)
+    assert len(found) == 5
+
+    with CaptureQueriesContext(connection) as queries:
+        waiting(audience_of(user))
+        waiting(EVERYONE, sessions=sessions[:2])
+    assert len(queries) == 2  # one each, nothing compiled again (no other query either)
+    # The SQL is kept, not the answer: a new plan waits at once.
+    _, agent = make_session(user, "sess-new", "/home/dev/new")
+    Plan.objects.create(
+        session=agent.session, agent=agent, revision=1, markdown="# New", source="hook"
+    )
+    assert len(waiting(audience_of(user))) == 5 and len(waiting(EVERYONE)) == 6
 
 
 def test_a_terminal_wait_behind_a_request_of_the_same_agent_is_counted_once(user):

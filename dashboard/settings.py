@@ -218,12 +218,13 @@ if database_url := os.environ.get("DATABASE_URL"):
             # pooler that cannot keep prepared statements (PgBouncer before 1.21, or without
             # max_prepared_statements in transaction mode).
             _options["prepare_threshold"] = 0
-        if _pool_size := envint("AGENTBOARD_DATABASE_POOL_SIZE", 0):
-            # Each page runs in a thread of its own (Django under ASGI), which opens a
-            # connection and closes it at the end: a pool of this process's connections lends
-            # them instead (15 to 20 ms of every page on PostgreSQL). The long-lived threads
-            # (the writer, the reader, the renderer) each keep one. Off (0) until it has held
-            # over many runs of the suite.
+        if _pool_size := envint("AGENTBOARD_DATABASE_POOL_SIZE", 20):
+            # Each page runs in a thread of its own (Django under ASGI), which would open a
+            # connection and close it at the end: a new PostgreSQL backend, whose first reads
+            # of each table load its catalog anew (20 to 45 ms of a page on a year's database).
+            # A pool of this process's connections lends them instead. The long-lived threads
+            # (the writer, the reader, the renderer, the notifications worker) each keep one.
+            # 0 turns it off.
             _options["pool"] = {"min_size": 1, "max_size": _pool_size, "timeout": 20}
         _database["OPTIONS"] = {**_options, **_database.get("OPTIONS", {})}
     DATABASES = {"default": _database}

@@ -7,6 +7,7 @@ import os
 import re
 import secrets
 import shutil
+import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,8 +17,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connections
-from django.test import Client
+from django.db import OperationalError, connections
+from django.test import Client, TransactionTestCase
 
 from dashboard.models import AgentToken
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
@@ -32,6 +33,39 @@ if "Redis" in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
 # Decisions in the browser are sent at once, as before the undo window; tests of the window
 # set AGENTBOARD_UNDO_SECONDS themselves (live servers too: see `server_env`).
 settings.AGENTBOARD_UNDO_SECONDS = 0
+
+
+def _flush_again_after_a_deadlock(teardown):
+    """On PostgreSQL the flush after each test is one TRUNCATE of every table, which takes their
+    locks one by one; a read still running there (a page a browser asked for as its test ended,
+    a server's sweep) takes several in its own order. PostgreSQL then ends one of the two, and
+    when it is the flush, the next test finds this one's rows. The flush runs in a transaction
+    of its own, rolled back whole: it runs again. Nothing but tests ever truncates."""
+
+    def deadlocked(error: BaseException | None) -> bool:
+        # `flush` tells its own error, caused by the database's.
+        while error is not None:
+            if isinstance(error, OperationalError) and "deadlock detected" in str(error):
+                return True
+            error = error.__cause__ or error.__context__
+        return False
+
+    def flushed(self) -> None:
+        for attempt in range(4):
+            try:
+                return teardown(self)
+            except Exception as error:
+                if attempt == 3 or not deadlocked(error):
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+
+    return flushed
+
+
+TransactionTestCase._fixture_teardown = _flush_again_after_a_deadlock(  # type: ignore[method-assign]
+    TransactionTestCase._fixture_teardown
+)
+
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -13,6 +13,7 @@ from django.utils.dateparse import parse_datetime
 
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.summaries import tool_kind
+from dashboard.core.sql import PreparedQuery
 from dashboard.models import Agent, Session
 
 # No event for this long and an agent is idle, no longer thinking between two steps.
@@ -141,23 +142,33 @@ def _latest_of(owner_field: str) -> Subquery:
     )
 
 
+# Every card and every session's row reads these, and a live update renders some: compiled
+# once per number of agents or sessions asked about (`PreparedQuery`), not on every render.
+_latest_of_agents = PreparedQuery(
+    Step,
+    lambda pks: Step.objects.filter(
+        pk__in=Agent.objects.filter(pk__in=pks).values(latest=_latest_of("agent_id"))
+    ),
+)
+_latest_in_sessions = PreparedQuery(
+    Step,
+    lambda pks: Step.objects.filter(
+        pk__in=Agent.objects.filter(session_id__in=pks).values(latest=_latest_of("agent_id"))
+    ),
+)
+
+
 def latest_steps_by_agent(agent_pks: list[int]) -> dict[int, Step]:
     """Each agent's latest step, in one query: one index seek per agent, however many steps."""
-    if not agent_pks:
-        return {}
-    latest = Agent.objects.filter(pk__in=agent_pks).values(latest=_latest_of("agent_id"))
-    return {step.agent_id: step for step in Step.objects.filter(pk__in=latest)}
+    return {step.agent_id: step for step in _latest_of_agents.rows(agent_pks)}
 
 
 def latest_steps_by_session(session_pks: list[int]) -> dict[int, Step]:
     """What each session is doing, in one query: of the latest step of each of its agents,
     the one running that started last, else the one that started last (a subagent still
     editing outweighs its main agent's command that just ended)."""
-    if not session_pks:
-        return {}
-    latest = Agent.objects.filter(session_id__in=session_pks).values(latest=_latest_of("agent_id"))
     chosen: dict[int, Step] = {}
-    for step in Step.objects.filter(pk__in=latest):
+    for step in _latest_in_sessions.rows(session_pks):
         known = chosen.get(step.session_id)
         if known is None or _weight(step) > _weight(known):
             chosen[step.session_id] = step

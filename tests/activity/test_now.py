@@ -76,6 +76,11 @@ def test_the_latest_step_of_every_agent_and_session_is_one_query_each(hook):
     assert by_agent[agents[SESSION_ID]].tool_use_id == "main-4"
     assert by_agent[agents[sub["agent_id"]]].tool_use_id == "sub-1"
     assert by_session[session.pk].tool_use_id == "sub-1"
+    # Compiled once per number of agents: another agent of the same number answers its own.
+    for agent_id, latest in ((SESSION_ID, "main-4"), (sub["agent_id"], "sub-1")):
+        [step] = latest_steps_by_agent([agents[agent_id]]).values()
+        assert step.tool_use_id == latest
+    assert latest_steps_by_session([session.pk + 1000]) == {}
 
 
 def test_cards_and_rows_say_what_each_agent_is_doing(hook):

@@ -176,16 +176,21 @@ def test_a_batch_stores_all_its_steps_in_one_statement_whatever_their_number(hoo
     hook(load_fixture("session_start.json"))  # the agent is known from here on
     _run_batch(_step_jobs(user, 2, prefix="warm"))  # open loops are read once per process
 
-    few = _run_batch(_step_jobs(user, 4, prefix="few"))
-    many = _run_batch(_step_jobs(user, 60, prefix="many"))
+    def statements(queries: list[dict]) -> int:
+        return len([q for q in queries if "SAVEPOINT" not in q["sql"]])
 
-    inserts = [q["sql"] for q in many if "activity_step" in q["sql"]]
-    assert len(inserts) == 1
+    # What the process reads again once a second or more (an agent's last activity, the
+    # sessions a budget holds or with a refusal open) falls in some batch or other, the more so
+    # on a busy machine: of three of each size, the fewest statements are the batch's own.
+    few, many = [], []
+    for round_ in range(3):
+        few.append(statements(_run_batch(_step_jobs(user, 4, prefix=f"few{round_}"))))
+        queries = _run_batch(_step_jobs(user, 60, prefix=f"many{round_}"))
+        assert len([q for q in queries if "activity_step" in q["sql"]]) == 1
+        many.append(statements(queries))
     # Only savepoints grow with the batch: no query per step.
-    assert len([q for q in many if "SAVEPOINT" not in q["sql"]]) == len(
-        [q for q in few if "SAVEPOINT" not in q["sql"]]
-    )
-    assert Step.objects.filter(tool_use_id__startswith="many-").count() == 30
+    assert min(many) == min(few)
+    assert Step.objects.filter(tool_use_id__startswith="many0-").count() == 30
     assert set(Step.objects.values_list("outcome", flat=True)) == {"ok"}
 
 

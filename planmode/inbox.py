@@ -258,38 +258,30 @@ def waiting(
     sessions, or of these agents, when given. One query."""
     if (sessions is not None and not sessions) or (agents is not None and not agents):
         return []
-    if sessions is not None and agents is not None:
-        rows = _union(audience, sessions=list(sessions), agents=list(agents))
-    elif sessions is not None:
-        rows = _waiting_rows.rows((audience, "sessions"), sorted(set(sessions)))
-    elif agents is not None:
-        rows = _waiting_rows.rows((audience, "agents"), sorted(set(agents)))
+    if sessions is not None and agents is not None:  # no caller asks both: run as it is
+        rows = _union(audience, {"sessions": list(sessions), "agents": list(agents)})
     else:
-        rows = _waiting_rows.rows((audience, None))
+        by = "sessions" if sessions is not None else "agents" if agents is not None else None
+        ids = sessions if sessions is not None else agents
+        rows = _waiting_rows.rows((audience, by), None if ids is None else sorted(set(ids)))
     found = [Waiting(*row) for row in rows]
     return sorted(found, key=lambda w: (w.since, KINDS.index(w.kind), w.pk))
 
 
-def _union(
-    audience: Audience, *, sessions: list[int] | None = None, agents: list[int] | None = None
-) -> QuerySet:
-    parts = []
-    for source in _sources(audience):
-        if sessions is not None:
-            source = source.filter(w_session__in=sessions)
-        if agents is not None:
-            source = source.filter(agent_id__in=agents)
-        parts.append(source)
+# What `waiting()` may be narrowed to: the column each kind of id is matched on.
+_NARROWED_BY = {"sessions": "w_session__in", "agents": "agent_id__in"}
+
+
+def _union(audience: Audience, narrowed: dict[str, list[int]]) -> QuerySet:
+    """The one query: each kind's waits, narrowed to these sessions or agents when given."""
+    condition = {_NARROWED_BY[by]: ids for by, ids in narrowed.items()}
+    parts = [source.filter(**condition) for source in _sources(audience)]
     return parts[0].union(*parts[1:], all=True)
 
 
 def _union_of(key: tuple[Audience, str | None], ids: list[int] | None) -> QuerySet:
     audience, by = key
-    if by == "sessions":
-        return _union(audience, sessions=ids)
-    if by == "agents":
-        return _union(audience, agents=ids)
-    return _union(audience)
+    return _union(audience, {} if by is None else {by: ids or []})
 
 
 # The header asks `waiting()` on every page and the overview again: building and compiling the

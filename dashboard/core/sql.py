@@ -214,6 +214,8 @@ class PreparedRows:
 
     # Past this many compiled reads, the oldest half is forgotten.
     MOST = 512
+    # A longer list of ids is not prepared (each length would be a read of its own).
+    MOST_IDS = PreparedQuery.MOST_IDS
 
     def __init__(self, queryset: Callable[[Any, list[int] | None], QuerySet]) -> None:
         self.queryset = queryset
@@ -221,16 +223,20 @@ class PreparedRows:
 
     def rows(self, key: Hashable, ids: Sequence[int] | None = None) -> list[tuple]:
         wanted = None if ids is None else list(ids)
-        slot = (key, None if wanted is None else len(wanted))
+        count = None if wanted is None else len(wanted)
+        compiled = None if count is not None and count > self.MOST_IDS else self._for(key, count)
+        if compiled is None:
+            return [tuple(row) for row in self.queryset(key, wanted)]
+        return compiled.run(wanted or [])
+
+    def _for(self, key: Hashable, count: int | None) -> _CompiledRows | None:
+        slot = (key, count)
         if slot not in self.compiled:
             if len(self.compiled) >= self.MOST:
                 for old in list(self.compiled)[: self.MOST // 2]:
                     self.compiled.pop(old, None)
-            self.compiled[slot] = self._compile(key, slot[1])
-        compiled = self.compiled.get(slot)
-        if compiled is None:
-            return [tuple(row) for row in self.queryset(key, wanted)]
-        return compiled.run(wanted or [])
+            self.compiled[slot] = self._compile(key, count)
+        return self.compiled.get(slot)
 
     def _compile(self, key: Hashable, count: int | None) -> _CompiledRows | None:
         stand_ins = stand_in_ids(count or 0)

@@ -85,7 +85,7 @@ def test_compiled_once_per_viewer_it_answers_as_the_orm_for_any_sessions_and_age
     agents = sorted(Agent.objects.values_list("pk", flat=True))
 
     def orm(audience, **ids) -> list:
-        rows = [inbox.Waiting(*row) for row in inbox._union(audience, **ids)]
+        rows = [inbox.Waiting(*row) for row in inbox._union(audience, ids)]
         return sorted(rows, key=lambda w: (w.since, inbox.KINDS.index(w.kind), w.pk))
 
     for audience in (EVERYONE, audience_of(user), audience_of(other_user)):

@@ -37,6 +37,20 @@ def sessions_opened(server) -> int:
         ).fetchone()[0]
 
 
+def counted_at_rest(server) -> int:
+    """The count once PostgreSQL has taken in every connection that ended: it counts one when
+    it ends (or when it reports, every second or more), so this waits for two readings alike."""
+    deadline = time.monotonic() + 15
+    count = sessions_opened(server)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        again = sessions_opened(server)
+        if again == count:
+            return count
+        count = again
+    return count
+
+
 def new_connections_for_pages(server) -> int:
     cookie = server.log_in()["cookie"]
 
@@ -46,12 +60,10 @@ def new_connections_for_pages(server) -> int:
             assert response.status == 200
 
     get("/")  # the pool's first page connection, or the first of many
-    time.sleep(0.5)  # PostgreSQL counts a connection when it ends, or within a second
-    before = sessions_opened(server)
+    before = counted_at_rest(server)
     for path in PAGES:
         get(path)
-    time.sleep(1.5)
-    return sessions_opened(server) - before
+    return counted_at_rest(server) - before
 
 
 def test_pages_borrow_the_pools_connections(server_factory):

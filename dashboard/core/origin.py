@@ -17,7 +17,9 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -164,6 +166,53 @@ async def origin_note(
     if _is_noted(session_id, origin):
         return
     await write(origin_record, owner=owner, session_id=session_id, origin=origin)
+
+
+@dataclass(frozen=True)
+class OriginNote:
+    """The `origin_note` an agent request takes once its own write is stored."""
+
+    owner: AbstractBaseUser
+    session_id: object
+    headers: Mapping[str, str]
+    where: str
+
+    async def __call__(self) -> None:
+        await origin_note(
+            owner=self.owner, session_id=self.session_id, headers=self.headers, where=self.where
+        )
+
+
+# The note of the hook being handled, when its endpoint lets a held request take it early: a
+# plan or permission request held for a person notes where its session runs as its wait
+# begins (`held_origin_noted`), so the board shows it at once and the answer, when it comes,
+# waits behind no write.
+_held_request_origin: ContextVar[OriginNote | None] = ContextVar(
+    "held_request_origin", default=None
+)
+
+
+@contextmanager
+def noted_as_held(note: OriginNote) -> Iterator[None]:
+    """Within: a request that is held notes `note` as it starts waiting. The endpoint notes it
+    again afterwards (nothing to write by then, or the request was not held)."""
+    token = _held_request_origin.set(note)
+    try:
+        yield
+    finally:
+        _held_request_origin.reset(token)
+
+
+async def held_origin_noted() -> None:
+    """Note where the held request's session runs (see `noted_as_held`); a failure is logged,
+    never the request's."""
+    note = _held_request_origin.get()
+    if note is None:
+        return
+    try:
+        await note()
+    except Exception:
+        logger.exception("could not note where session %s runs", note.session_id)
 
 
 async def origin_note_from(request: HttpRequest, *, owner: Any, session_id: str) -> None:

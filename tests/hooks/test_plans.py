@@ -6,9 +6,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import AsyncClient
 
+from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER
 from dashboard.models import Session
 from planmode.models import PermissionRequest, Plan
 from tests.hooks.conftest import (
+    HOOK_URL,
     SESSION_ID,
     SUBAGENT_ID,
     WAIT,
@@ -204,6 +206,55 @@ async def test_other_tools_permission_requests_are_held_as_requests_not_plans(bo
     assert await Plan.objects.acount() == 0
     request = await PermissionRequest.objects.aget()
     assert (request.tool_name, request.status) == ("Bash", "expired")
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "tool_input"),
+    [("ExitPlanMode", None), ("Bash", {"command": "rm -rf build"})],
+)
+async def test_a_session_held_from_its_first_hook_shows_where_it_runs_while_it_waits(
+    board, tool_name, tool_input
+):
+    """A session whose first request is held for a person (after a restart, say) shows its
+    repository and machine while it waits, not once it is answered; the answer then waits
+    behind nothing."""
+    payload = load_fixture("permission_request_exit_plan_mode.json", tool_name=tool_name)
+    if tool_input is not None:
+        payload["tool_input"] = tool_input
+    held = asyncio.create_task(
+        board.agent.post(
+            HOOK_URL,
+            payload,
+            content_type="application/json",
+            headers={
+                "Authorization": f"Bearer {board.token}",
+                REPOSITORY_HEADER: "git@github.com:acme/shop.git",
+                HOST_HEADER: "dana-laptop",
+            },
+        )
+    )
+    model = Plan if tool_name == "ExitPlanMode" else PermissionRequest
+    waiting = await board.pending(model, held, 1, tool_name)
+
+    async def placed() -> bool:
+        session = await Session.objects.select_related("project_record").aget(pk=waiting.session_id)
+        return (session.repository, session.host, session.project_name) == (
+            "github.com/acme/shop",
+            "dana-laptop",
+            "shop",
+        )
+
+    await board.until(placed)
+    assert not held.done()
+    if model is Plan:
+        await board.decide(waiting, "approve")
+    else:
+        await board.browser.aforce_login(board.reviewer)
+        decided = await board.browser.post(
+            f"/inbox/requests/{waiting.pk}/decide/", {"action": "allow"}
+        )
+        assert decided.status_code in (200, 302), decided.content.decode()[:300]
+    assert (await answer(held))["hookSpecificOutput"]["decision"]["behavior"] == "allow"
 
 
 @pytest.mark.parametrize("tool_input", [{"plan": ""}, {"plan": "  \n"}, {}])

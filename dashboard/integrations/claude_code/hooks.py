@@ -40,7 +40,7 @@ from dashboard.core.errors import (
 from dashboard.core.gates import tool_refusal
 from dashboard.core.headers import HOOK_TIMEOUT_HEADER
 from dashboard.core.loops import Arrivals, keep
-from dashboard.core.origin import origin_note
+from dashboard.core.origin import OriginNote, held_origin_noted, noted_as_held
 from dashboard.core.redaction import redact
 from dashboard.core.services import (
     ID_PATTERN,
@@ -213,17 +213,14 @@ async def claude_code_hook(request: HttpRequest, owner: AbstractBaseUser) -> Jso
     handler = _handler_for(payload)
     if handler is None:
         return JsonResponse({})
+    note = OriginNote(owner, payload.get("session_id"), request.headers, "Claude Code hook")
     if handler in _HOLDING:
         async with arrivals.arriving():
-            output = await handler(owner, payload)
+            with noted_as_held(note):
+                output = await handler(owner, payload)
     else:
         output = await handler(owner, payload)
-    await origin_note(
-        owner=owner,
-        session_id=payload.get("session_id"),
-        headers=request.headers,
-        where="Claude Code hook",
-    )
+    await note()
     return JsonResponse(output)
 
 
@@ -1084,6 +1081,7 @@ async def held(
     expire: Callable[[int], Awaitable[object]],
 ) -> dict[str, Any]:
     """Store what the agent asks (`submit`), hold while it is pending, return its final state.
+    Where its session runs is noted as the hold begins (`held_origin_noted`).
 
     If the request goes away meanwhile (the user answered in the terminal, the agent was
     interrupted, the connection dropped) or the wait fails, nobody waits for it any more: it
@@ -1095,6 +1093,7 @@ async def held(
         # Stored: what is left is waiting, which costs the others nothing.
         arrivals.arrived()
         if state["status"] == "pending":
+            await held_origin_noted()
             state = await hold(state["id"])
     except BaseException:
         keep(_cleanup_tasks, asyncio.create_task(_expire_abandoned(submitted, expire)))

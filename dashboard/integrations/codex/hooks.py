@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from dashboard.activity.summaries import StepDraft
 from dashboard.core.changes import Changes, Outcome
-from dashboard.core.origin import origin_note
+from dashboard.core.origin import OriginNote, noted_as_held
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
@@ -62,13 +62,10 @@ OPEN = frozenset({"pending", "in_progress"})
 @shared.agent_endpoint("Send hook input with POST.")
 async def codex_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
     payload = shared.read_payload(request)
-    output = await _answer(owner, payload)
-    await origin_note(
-        owner=owner,
-        session_id=payload.get("session_id"),
-        headers=request.headers,
-        where="Codex hook",
-    )
+    note = OriginNote(owner, payload.get("session_id"), request.headers, "Codex hook")
+    with noted_as_held(note):
+        output = await _answer(owner, payload)
+    await note()
     return JsonResponse(output)
 
 

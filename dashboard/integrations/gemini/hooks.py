@@ -38,7 +38,7 @@ from django.http import HttpRequest, JsonResponse
 
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.core.changes import Changes, Outcome
-from dashboard.core.origin import origin_note
+from dashboard.core.origin import OriginNote, noted_as_held
 from dashboard.core.writer import write, write_behind
 from dashboard.integrations.claude_code import hooks as shared
 from dashboard.integrations.claude_code.schemas import HookEvent
@@ -77,13 +77,10 @@ APPROVALS_FIELD = "agentboard_approvals"
 @shared.agent_endpoint("Send hook input with POST.")
 async def gemini_hook(request: HttpRequest, owner: AbstractBaseUser) -> JsonResponse:
     payload = shared.read_payload(request)
-    output = await _answer(owner, payload)
-    await origin_note(
-        owner=owner,
-        session_id=payload.get("session_id"),
-        headers=request.headers,
-        where="Gemini CLI hook",
-    )
+    note = OriginNote(owner, payload.get("session_id"), request.headers, "Gemini CLI hook")
+    with noted_as_held(note):
+        output = await _answer(owner, payload)
+    await note()
     return JsonResponse(output)
 
 

@@ -127,6 +127,10 @@ class Writer:
         self.within_write: list[WithinWrite] = []
         self.within_batch: list[WithinBatch] = []
         self.after_commit: list[AfterCommit] = []
+        # Jobs the floors above hold back a moment, so that one takes what many batches
+        # stored (the search index job): each of these queues its job now, when called on a
+        # drain or a stop.
+        self.held_back: list[Callable[[], None]] = []
 
     def _ensure_running(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -158,12 +162,14 @@ class Writer:
 
     def drain(self, timeout: float = 10) -> None:
         """Return once the writes queued so far are committed and answered, and those they
-        queued in turn (a long index job goes on in a job of its own) (tests)."""
+        queued in turn (a long index job goes on in a job of its own), the jobs held back
+        included (tests)."""
         thread = self._thread
         if thread is None or not thread.is_alive():
             return
         deadline = time.monotonic() + timeout
         while True:
+            self._queue_held_back()
             done = threading.Event()
             self._queue.put(done)
             if not done.wait(max(0.0, deadline - time.monotonic())):
@@ -175,9 +181,14 @@ class Writer:
         """Finish what is queued, close the connection and end the thread (tests, shutdown)."""
         thread = self._thread
         if thread is not None and thread.is_alive():
+            self._queue_held_back()
             self._queue.put(_STOP)
             thread.join(10)
         self._thread = None
+
+    def _queue_held_back(self) -> None:
+        for queue_now in self.held_back:
+            queue_now()
 
     def _run(self) -> None:
         try:

@@ -5,9 +5,12 @@ indexed by one write that follows it through the same writer, behind the agents'
 `rebuild_search`.
 
 So a hook's batch pays nothing for search, and the index job takes what many batches stored
-at once: one read per kind they touched and one upsert. What is noted and not yet indexed
-lives in this process for the moment until the next batch; a process that dies in between
-leaves those out until `rebuild_search`.
+at once: one read per kind they touched and one upsert. The job is queued INDEX_DELAY after the
+first thing it will take was noted: agents busy at a hundred writes a second then cost the
+writer a few index jobs a second, not one after nearly every batch (each has a fixed cost of
+its reads and its upsert). What is noted and not yet indexed lives in this process for that
+moment; a process that dies in between leaves those out until `rebuild_search` (a graceful
+stop writes them: the writer queues held-back jobs before it ends).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ BODY_CHARS = 20_000
 REBUILD_CHUNK = 2_000
 # What one index job takes of what is pending (see `index_pending`).
 INDEX_CHUNK = 50
+# How long after the first thing noted the index job is queued; what is noted meanwhile goes
+# in the same job. Search shows a write this much later, at most.
+INDEX_DELAY = 0.25
 
 
 @dataclass
@@ -67,7 +73,9 @@ class Pending:
 
     touched: Touched = field(default_factory=Touched)
     steps: dict[int, SearchEntry] = field(default_factory=dict)
+    # Whether an index job will take it: queued in the writer, or due when `timer` fires.
     queued: bool = False
+    timer: threading.Timer | None = None
 
     def __bool__(self) -> bool:
         return bool(self.steps) or any(vars(self.touched).values())
@@ -117,6 +125,19 @@ def _note(*, touched: Touched | None = None, steps: dict[int, SearchEntry] | Non
         if _pending.queued:
             return
         _pending.queued = True
+        _pending.timer = timer = threading.Timer(INDEX_DELAY, queue_index_job)
+        timer.daemon = True
+    timer.start()
+
+
+def queue_index_job() -> None:
+    """Queue the index job that waits for its delay now (the delay is over, or the writer
+    drains or stops); nothing when it is already queued."""
+    with _pending_lock:
+        timer, _pending.timer = _pending.timer, None
+    if timer is None:
+        return
+    timer.cancel()
     # Behind the agents' writes: it runs in a later batch, or at once when the writer idles.
     writer.submit(index_pending, {}, None, behind=True)
 

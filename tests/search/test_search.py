@@ -311,3 +311,44 @@ def test_a_burst_is_indexed_in_short_jobs_and_all_of_it_is_found(client, user, m
     client.force_login(user)
     page = parse_html(client.get("/search/", {"q": "shard5"}).content)
     assert len(page.find_all("a", cls="result-title")) == 1
+
+
+def test_what_batches_store_within_a_moment_is_indexed_by_one_job(client, user, monkeypatch):
+    """Agents writing many times a second cost the writer one index job for what their
+    batches stored in a moment, not one job after nearly every batch."""
+    from dashboard.core.changes import Changes
+    from dashboard.search import indexer
+
+    jobs: list[int] = []
+    real_index = indexer._index
+
+    def counted(touched):
+        jobs.append(sum(len(keys) for keys in vars(touched).values()))
+        real_index(touched)
+
+    monkeypatch.setattr(indexer, "_index", counted)
+    for n in range(5):
+        session = Session.objects.create(session_id=f"busy-{n}", owner=user, branch=f"lane{n}")
+        indexer.index_batch([Changes(created_sessions={session.pk})])
+    indexed()
+
+    assert jobs == [5]
+    client.force_login(user)
+    page = parse_html(client.get("/search/", {"q": "lane3"}).content)
+    assert len(page.find_all("a", cls="result-title")) == 1
+
+
+def test_a_write_is_found_a_moment_later_without_anyone_asking(user):
+    """The held-back index job goes on its own once its moment is over."""
+    import time
+
+    from dashboard.core.changes import Changes
+    from dashboard.search import indexer
+
+    session = Session.objects.create(session_id="alone", owner=user, branch="solitary")
+    indexer.index_batch([Changes(created_sessions={session.pk})])
+
+    deadline = time.monotonic() + 5
+    while not SearchEntry.objects.filter(session=session).exists():
+        assert time.monotonic() < deadline, "the index job never ran"
+        time.sleep(0.02)

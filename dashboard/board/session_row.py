@@ -5,13 +5,10 @@ engine spent two thirds of the page on them: about 360 lookups and filters a row
 on a team's overview of 58 rows. Here a row is a few `format_html` calls, which escape every
 text of an agent's or a person's; the markup is what `dashboard/_session_row.html` showed
 (that template now calls this), and the page's scripts and tests read it the same way. What a
-row shows only sometimes, a thing that waits or what the agent is doing now, stays in its own
-template.
+row shows only sometimes, a thing that waits, stays in its own template.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.template.loader import get_template
 from django.urls import reverse
@@ -21,7 +18,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from dashboard.board.selectors import SessionSummary, Tally
+from dashboard.board.parts_html import now_html, progress_bar, usage_figure
+from dashboard.board.selectors import SessionSummary
 
 # The markup of a row, in constant pieces; `format_html` fills in and escapes every value.
 ROW = (
@@ -48,38 +46,7 @@ ROW = (
     "{since} ago</time>"
     "\n</li>"
 )
-BAR = (
-    '<span class="bar" role="progressbar" aria-label="Progress of {label}" aria-valuemin="0" '
-    'aria-valuemax="{of}" aria-valuenow="{done}" aria-valuetext="{done} of {of} done">'
-    '<svg class="bar-track" viewBox="0 0 100 1" preserveAspectRatio="none" aria-hidden="true" '
-    'focusable="false"><rect class="bar-fill" width="{percent}" height="1"/></svg></span>'
-)
 GAP = "\n    "
-
-
-def progress_bar(tally: Tally, label: str) -> SafeString:
-    """A progress bar, of a row and of a card (`{% progress_bar %}`): the fill is an SVG
-    width, as the Content-Security-Policy allows no inline style."""
-    return format_html(BAR, label=label, of=tally.of, done=tally.completed, percent=tally.percent)
-
-
-def _usage(usage: Any) -> SafeString | str:
-    """`costs/_usage.html` as a row shows it: the cost, else the tokens."""
-    if not usage:
-        return ""
-    if usage.cost_micros:
-        return format_html(
-            '<span title="{} tokens; cost {}">{}{}</span>',
-            usage.tokens_text,
-            "estimated" if usage.estimated else "reported by the agent",
-            "≈" if usage.estimated else "",
-            usage.cost_text,
-        )
-    return format_html(
-        '<span title="{0} tokens; no cost reported">{0}<span class="visually-hidden"> tokens'
-        "</span></span>",
-        usage.tokens_text,
-    )
 
 
 def _status(summary: SessionSummary) -> SafeString | str:
@@ -97,8 +64,7 @@ def _status(summary: SessionSummary) -> SafeString | str:
         quietly = " (went quiet)" if session.ended_quietly else ""
         return format_html('<span class="meta">ended{}</span>' + GAP, quietly)
     if summary.now:
-        now = get_template("activity/_now.html").render({"now": summary.now})
-        return format_html('<span class="activity">{}</span>' + GAP, now)
+        return format_html('<span class="activity">{}\n</span>' + GAP, now_html(summary.now))
     if summary.current_activity:
         return format_html(
             '<span class="activity"><span aria-hidden="true">▶</span> {}</span>' + GAP,
@@ -175,7 +141,7 @@ def session_row(
         )
         if summary.flag_count
         else "",
-        usage=_usage(summary.parts.get("usage")),
+        usage=usage_figure(summary.parts.get("usage")),
         iso=date_format(last_seen, "c"),
         when=date_format(last_seen, "Y-m-d H:i:s e"),
         since=timesince(s.last_seen_at),

@@ -7,8 +7,8 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from dashboard.board.selectors import SessionSummary, Tally
-from dashboard.board.session_row import progress_bar as bar_html
+from dashboard.board.agent_card import agent_card as card_html
+from dashboard.board.selectors import AgentCard, SessionSummary
 from dashboard.board.session_row import session_row as row_html
 
 register = template.Library()
@@ -26,7 +26,13 @@ def session_row(context: dict[str, Any], summary: SessionSummary) -> SafeString:
     )
 
 
-@register.simple_tag
-def progress_bar(tally: Tally, label: str) -> SafeString:
-    """A progress bar (`dashboard.board.session_row.progress_bar`), as a card shows it."""
-    return bar_html(tally, label)
+@register.simple_tag(takes_context=True)
+def agent_card(context: dict[str, Any], card: AgentCard) -> SafeString:
+    """An agent's card (`dashboard.board.agent_card`), with the `oob`, `oob_insert` and
+    `flash` its includer sets."""
+    return card_html(
+        card,
+        oob=bool(context.get("oob")),
+        oob_insert=context.get("oob_insert") or "",
+        flash=bool(context.get("flash")),
+    )

@@ -410,6 +410,11 @@ def budget_set(
     spent = spent_micros(budget, period)
     if spent < micros:
         _release(budget, changes, reason="budget raised")
+    spending = _spending_sessions(budget, period)
+    if spending:
+        # What is spent counts at once, not at the sessions' next usage report: a budget set
+        # under it holds them now (one set near it warns now).
+        _measure(budget, spending, changes)
     audit(
         AuditAction.BUDGET_CHANGED,
         actor=actor,
@@ -420,6 +425,25 @@ def budget_set(
     )
     forget()
     return Outcome(budget, changes)
+
+
+def _spending_sessions(budget: Budget, period: Period) -> dict[int, int]:
+    """The budget's sessions still running that spent in the period, each with its main
+    agent (where its wait shows). One query."""
+    column, scope_pk = _scope_column(budget)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT s.id, a.id FROM costs_sessionspend ss
+            JOIN dashboard_session s ON s.id = ss.session_id
+            JOIN dashboard_agent a ON a.session_id = s.id AND a.agent_id = s.session_id
+            WHERE ss.period = %s AND ss.period_start = %s AND {column} = %s
+                AND ss.spent_micros > 0 AND s.ended_at IS NULL
+            ORDER BY s.id
+            """,  # noqa: S608 - a column name chosen here
+            [budget.period, period.start, scope_pk],
+        )
+        return dict(cursor.fetchall())
 
 
 def _release(budget: Budget, changes: Changes, *, reason: str) -> None:

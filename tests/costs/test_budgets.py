@@ -217,6 +217,49 @@ def test_raising_it_too_little_keeps_it_held(client, export, hook, admin, shop, 
     assert pre_tool_use(hook)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+def test_a_budget_set_under_what_is_spent_holds_the_running_session_at_once(
+    client, export, hook, admin, user, shop, session
+):
+    """No usage report comes between the budget and the agent's next tool call: what the
+    session spent today already counts."""
+    spend(export, 1.5)
+    assert pre_tool_use(hook, 1) == {}
+
+    assert set_budget(client, admin, shop, limit="1", stop=True).status_code == 302
+
+    answer = pre_tool_use(hook, 2)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert answer["hookSpecificOutput"]["permissionDecisionReason"] == REFUSAL
+    over = concerns(ConcernKind.OVER_BUDGET)
+    assert [c.session_id for c in over] == [session.pk]
+    assert over[0].detail == (
+        "the budget for project shop ($1.00 a day) is spent ($1.50); its tool calls are refused"
+    )
+    assert inbox_count(audience_of(user)).looks == 1
+
+
+def test_a_budget_set_near_what_is_spent_warns_at_once(client, export, admin, shop, session):
+    spend(export, 0.9)
+
+    set_budget(client, admin, shop, limit="1")
+
+    warned = concerns(ConcernKind.BUDGET_WARNING)
+    assert [c.session_id for c in warned] == [session.pk]
+    assert not concerns(ConcernKind.OVER_BUDGET)
+
+
+def test_a_budget_set_under_what_is_spent_leaves_ended_sessions_alone(
+    client, export, hook, admin, shop, session
+):
+    spend(export, 1.5)
+    Session.objects.filter(pk=session.pk).update(ended_at=timezone.now())
+
+    set_budget(client, admin, shop, limit="1", stop=True)
+
+    assert not concerns(ConcernKind.OVER_BUDGET)
+    assert not BudgetHold.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("limit", "period", "sentence"),
     [

@@ -412,9 +412,10 @@ def test_a_budget_of_a_cent_refuses_the_next_command_and_the_model_reads_why(
         f"Agentboard: the budget for {board.username} ($0.01 a day) is spent; a reviewer "
         "must raise it or let this session continue."
     )
-    # Codex hands a PreToolUse hook's reason to the model inside a sentence of its own.
+    # Codex hands a PreToolUse hook's reason to the model inside a sentence of its own, and
+    # ends the reason with its own full stop.
     told = model.output_of(refused) or ""
-    assert told.startswith(f"Command blocked by PreToolUse hook: {sentence}"), (
+    assert told.startswith(f"Command blocked by PreToolUse hook: {sentence} Command: "), (
         f"{told}\n{project.report(result)}"
     )
     assert not (project.directory / "refused.txt").exists()

@@ -75,7 +75,7 @@ async def _answer(owner: AbstractBaseUser, payload: dict[str, Any]) -> dict[str,
     if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
         return await _lifecycle(owner, payload)
     if event == "PreToolUse":
-        return await shared.tool_step(owner, payload)
+        return _reason_unstopped(await shared.tool_step(owner, payload))
     if event in STOP_EVENTS:
         return await _stop(owner, payload)
     if event == "PostToolUse":
@@ -83,6 +83,16 @@ async def _answer(owner: AbstractBaseUser, payload: dict[str, Any]) -> dict[str,
     if event == "PermissionRequest":
         return await _permission_request(owner, payload)
     return {}
+
+
+def _reason_unstopped(output: Output) -> Output:
+    """A refusal's reason without its last full stop: Codex puts its own after it ("...: <reason>.
+    Command: ..."), and the model would read two."""
+    specific = output.get("hookSpecificOutput")
+    if isinstance(specific, dict) and isinstance(specific.get("permissionDecisionReason"), str):
+        reason = specific["permissionDecisionReason"]
+        output["hookSpecificOutput"] = {**specific, "permissionDecisionReason": reason.rstrip(".")}
+    return output
 
 
 async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:

@@ -285,13 +285,10 @@ def test_a_word_found_everywhere_ranks_its_newest_matches_and_a_rare_one_is_stil
     assert [hit.ref for hit in rare] == [1]
 
 
-def test_a_burst_is_indexed_in_short_jobs_and_all_of_it_is_found(client, user, monkeypatch):
-    """Hundreds of things stored at once (a team's agents restarting together) are indexed a
-    few at a time, each job behind the agents' writes, and every one of them is found."""
-    from dashboard.core.changes import Changes
+def index_jobs(monkeypatch) -> list[int]:
+    """How many things each index job from now on takes, in order."""
     from dashboard.search import indexer
 
-    monkeypatch.setattr(indexer, "INDEX_CHUNK", 3)
     jobs: list[int] = []
     real_index = indexer._index
 
@@ -300,6 +297,17 @@ def test_a_burst_is_indexed_in_short_jobs_and_all_of_it_is_found(client, user, m
         real_index(touched)
 
     monkeypatch.setattr(indexer, "_index", counted)
+    return jobs
+
+
+def test_a_burst_is_indexed_in_short_jobs_and_all_of_it_is_found(client, user, monkeypatch):
+    """Hundreds of things stored at once (a team's agents restarting together) are indexed a
+    few at a time, each job behind the agents' writes, and every one of them is found."""
+    from dashboard.core.changes import Changes
+    from dashboard.search import indexer
+
+    monkeypatch.setattr(indexer, "INDEX_CHUNK", 3)
+    jobs = index_jobs(monkeypatch)
     sessions = [
         Session.objects.create(session_id=f"burst-{n}", owner=user, branch=f"shard{n}")
         for n in range(8)
@@ -319,14 +327,7 @@ def test_what_batches_store_within_a_moment_is_indexed_by_one_job(client, user, 
     from dashboard.core.changes import Changes
     from dashboard.search import indexer
 
-    jobs: list[int] = []
-    real_index = indexer._index
-
-    def counted(touched):
-        jobs.append(sum(len(keys) for keys in vars(touched).values()))
-        real_index(touched)
-
-    monkeypatch.setattr(indexer, "_index", counted)
+    jobs = index_jobs(monkeypatch)
     for n in range(5):
         session = Session.objects.create(session_id=f"busy-{n}", owner=user, branch=f"lane{n}")
         indexer.index_batch([Changes(created_sessions={session.pk})])

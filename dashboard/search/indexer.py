@@ -41,7 +41,7 @@ REBUILD_CHUNK = 2_000
 # What one index job takes of what is pending (see `index_pending`).
 INDEX_CHUNK = 50
 # How long after the first thing noted the index job is queued; what is noted meanwhile goes
-# in the same job. Search shows a write this much later, at most.
+# in the same job. Search shows a write about this much later.
 INDEX_DELAY = 0.25
 
 

@@ -78,8 +78,22 @@ def _set(request: HttpRequest, back: str, **whose: Any) -> HttpResponse:
     if remove:
         messages.success(request, "Removed the budget.")
     elif outcome.value is not None:
-        messages.success(request, f"Budget set: {budgets.budget_name(outcome.value)}.")
+        messages.success(request, _set_message(outcome.value))
     return redirect(back)
+
+
+def _set_message(budget: Budget) -> str:
+    """What setting it did: and, when it is spent already, which sessions it holds now."""
+    said = f"Budget set: {budgets.budget_name(budget)}."
+    held = budgets.held_by(budget)
+    if not held:
+        return said
+    if held == 1:
+        sessions, its = "1 running session waits", "its"
+    else:
+        sessions, its = f"{held} running sessions wait", "their"
+    refused = f", {its} tool calls refused" if budget.stop_at_limit else ""
+    return f"{said} It is spent already: {sessions} on a reviewer{refused}."
 
 
 @login_required

@@ -485,6 +485,13 @@ def session_continue(*, session_pk: int, actor: Any, via: Via) -> Outcome[int]:
     return Outcome(len(held), changes)
 
 
+def held_by(budget: Budget) -> int:
+    """How many sessions the budget holds now (not let continue, its period not over)."""
+    return BudgetHold.objects.filter(
+        budget=budget, continued_at__isnull=True, until__gt=timezone.now()
+    ).count()
+
+
 def held_budgets(session_pk: int) -> list[BudgetHold]:
     """The session's holds now (for its board and the inbox)."""
     return list(

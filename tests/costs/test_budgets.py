@@ -225,8 +225,14 @@ def test_a_budget_set_under_what_is_spent_holds_the_running_session_at_once(
     spend(export, 1.5)
     assert pre_tool_use(hook, 1) == {}
 
-    assert set_budget(client, admin, shop, limit="1", stop=True).status_code == 302
+    set_at = set_budget(client, admin, shop, limit="1", stop=True)
 
+    assert set_at.status_code == 302
+    page = parse_html(client.get(set_at.url).content)
+    assert (
+        "Budget set: project shop ($1.00 a day). It is spent already: 1 running session waits "
+        "on a reviewer, its tool calls refused." in page.text()
+    )
     answer = pre_tool_use(hook, 2)
     assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert answer["hookSpecificOutput"]["permissionDecisionReason"] == REFUSAL

@@ -64,6 +64,19 @@ def shown(card: AgentCard, **variant) -> Element:
     return parse_html(agent_card(card, **variant)).find("article")
 
 
+def bash_request(board: Session, by: Agent, command: str, **fields) -> PermissionRequest:
+    """A Bash command of `by` waiting for a person."""
+    tool_input = {"command": command}
+    return PermissionRequest.objects.create(
+        session=board,
+        agent=by,
+        tool_name="Bash",
+        tool_input=tool_input,
+        input_key=input_key("Bash", tool_input),
+        **fields,
+    )
+
+
 def ago(**delta: float) -> datetime:
     return timezone.now() - timedelta(**delta)
 
@@ -146,15 +159,7 @@ def test_what_waits_on_a_person_is_said_with_how_long_it_has_waited(board):
         source="hook",
         submitted_at=ago(minutes=4),
     )
-    command = {"command": "make release"}
-    request = PermissionRequest.objects.create(
-        session=board,
-        agent=main,
-        tool_name="Bash",
-        tool_input=command,
-        input_key=input_key("Bash", command),
-        requested_at=ago(minutes=2),
-    )
+    request = bash_request(board, main, "make release", requested_at=ago(minutes=2))
     Concern.objects.create(
         agent=main,
         session=board,
@@ -305,14 +310,7 @@ def test_text_from_agents_stays_text(board):
         Todo(agent=hostile, position=n, content=HOSTILE, status="pending") for n in range(2)
     )
     Session.objects.filter(pk=board.pk).update(other_enforcer=HOSTILE)
-    command = {"command": HOSTILE}
-    PermissionRequest.objects.create(
-        session=board,
-        agent=hostile,
-        tool_name="Bash",
-        tool_input=command,
-        input_key=input_key("Bash", command),
-    )
+    bash_request(board, hostile, HOSTILE)
     Plan.objects.create(
         session=board, agent=hostile, revision=1, markdown=f"# `{HOSTILE}`", source="hook"
     )
@@ -360,14 +358,8 @@ def test_long_texts_are_cut_as_the_template_filter_cuts_them(board, user):
     long_item = "Rewrite " + "the whole module " * 20
     write_todos(user, SESSION, SESSION, [todo("Now", "in_progress"), todo(long_item)])
     main = agent()
-    command = {"command": "echo " + "é" * 150}
-    PermissionRequest.objects.create(
-        session=board,
-        agent=main,
-        tool_name="Bash",
-        tool_input=command,
-        input_key=input_key("Bash", command),
-    )
+    command = "echo " + "é" * 150
+    bash_request(board, main, command)
     detail = "the same command " * 10
     Concern.objects.create(
         agent=main, session=board, kind=ConcernKind.LOOPING, since=ago(minutes=1), detail=detail
@@ -378,7 +370,7 @@ def test_long_texts_are_cut_as_the_template_filter_cuts_them(board, user):
     assert card.find(cls="next").text() == f"Next: {truncatechars(long_item, 200)}"
     assert card.find(cls="next").text().endswith("…")
     waits = {line.attrs["data-wait"]: line for line in card.find_all("p", cls="card-waiting")}
-    assert waits["permission"].find("code").text() == truncatechars(command["command"], 80)
+    assert waits["permission"].find("code").text() == truncatechars(command, 80)
     assert len(waits["permission"].find("code").text()) == 80
     cut = truncatechars(detail, 90).strip()
     assert waits["look"].text() == f"⟳ Needs a look — Looping: {cut} · 1 min"

@@ -91,7 +91,10 @@ def _reason_unstopped(output: Output) -> Output:
     specific = output.get("hookSpecificOutput")
     if isinstance(specific, dict) and isinstance(specific.get("permissionDecisionReason"), str):
         reason = specific["permissionDecisionReason"]
-        output["hookSpecificOutput"] = {**specific, "permissionDecisionReason": reason.rstrip(".")}
+        output["hookSpecificOutput"] = {
+            **specific,
+            "permissionDecisionReason": reason.removesuffix("."),
+        }
     return output
 
 

@@ -39,6 +39,7 @@ from planmode.models import (
     TerminalWait,
 )
 from planmode.services import (
+    already_staged,
     held_until,
     nobody_waiting,
     nobody_waits,
@@ -198,18 +199,22 @@ def _finish(
     message: str = "",
     interrupt: bool = False,
     updated_permissions: Sequence[dict[str, Any]] = (),
+    unless_staged: bool = False,
 ) -> bool:
     """Move a pending request to its final state and record the decision, exactly once: of
-    two concurrent callers only one matches a row still pending. False for the one that lost."""
+    two concurrent callers only one matches a row still pending. False for the one that lost.
+    With `unless_staged` (a person's decision) a row with someone's decision waiting in its
+    undo window does not match either: that one came first."""
     now = timezone.now()
     fields = {
         "message": message,
         "interrupt": interrupt,
         "updated_permissions": list(updated_permissions),
     }
-    won = PermissionRequest.objects.filter(pk=request.pk, status=RequestStatus.PENDING).update(
-        status=outcome, decided_by=user, decided_at=now, rule=rule, **fields
-    )
+    pending = PermissionRequest.objects.filter(pk=request.pk, status=RequestStatus.PENDING)
+    if unless_staged:
+        pending = pending.filter(staged_answer__isnull=True)
+    won = pending.update(status=outcome, decided_by=user, decided_at=now, rule=rule, **fields)
     if not won:
         return False
     PermissionDecision.objects.create(
@@ -276,6 +281,14 @@ def request_already_decided(request: PermissionRequest) -> ServiceError:
     else:
         text = f"This request is already {request.status}"
     return ServiceError("already_decided", f"{text}; nothing was changed.", status=409)
+
+
+def decided_first(request: PermissionRequest) -> ServiceError:
+    """Why a person's decision on `request` was refused: someone decided it already, or
+    their decision waits in its undo window."""
+    if request.is_pending and request.staged_answer is not None:
+        return already_staged(request.staged_answer, "request")
+    return request_already_decided(request)
 
 
 def remembered_permissions(
@@ -355,7 +368,11 @@ def _decide_one(
     )
     if answer.allow:
         won = _finish(
-            request, outcome=RequestStatus.ALLOWED, user=user, updated_permissions=remembered
+            request,
+            outcome=RequestStatus.ALLOWED,
+            user=user,
+            updated_permissions=remembered,
+            unless_staged=True,
         )
     else:
         won = _finish(
@@ -364,6 +381,7 @@ def _decide_one(
             user=user,
             message=redact(answer.message.strip()),
             interrupt=answer.interrupt,
+            unless_staged=True,
         )
     if won:
         _audit_answer(request, user=user, answer=answer, via=via, written=remembered)
@@ -403,13 +421,12 @@ def permission_decide(
     with transaction.atomic(savepoint=False):
         request = request_load(request_id)
         check_may_answer(user, request)
-        if not request.is_pending:
-            raise request_already_decided(request)
+        if not request.is_pending or request.staged_answer is not None:
+            raise decided_first(request)
         if nobody_waits(request.held_until):
             raise nobody_waiting("request")
         if not _decide_one(request, user=user, answer=answer, via=via):
-            request.refresh_from_db()
-            raise request_already_decided(request)
+            raise decided_first(request_load(request_id))
     return RequestChange(request, _changes([request]))
 
 
@@ -445,13 +462,13 @@ def permission_decide_many(
             check_may_answer(user, request)
         decided, missed = [], []
         for request in requests:
-            if request.is_pending and nobody_waits(request.held_until):
+            undecided = request.is_pending and request.staged_answer is None
+            if undecided and nobody_waits(request.held_until):
                 missed.append(nobody_waiting("request").message)
-            elif request.is_pending and _decide_one(request, user=user, answer=answer, via=via):
+            elif undecided and _decide_one(request, user=user, answer=answer, via=via):
                 decided.append(request)
             else:
-                request.refresh_from_db()
-                missed.append(request_already_decided(request).message)
+                missed.append(decided_first(request_load(request.pk)).message)
         if not decided:
             raise ServiceError(
                 "already_decided",

@@ -266,6 +266,18 @@ def nobody_waiting(what: str) -> ServiceError:
     )
 
 
+def already_staged(staged_answer: dict[str, Any], what: str) -> ServiceError:
+    """A decision refused because someone's decision on the same item waits in its undo
+    window."""
+    who = staged_answer.get("by_name") or "Someone"
+    return ServiceError(
+        "already_decided",
+        f"{who} already decided this {what} and it is about to be sent; undo that first to "
+        "decide differently.",
+        status=409,
+    )
+
+
 def plan_hold(*, plan: Plan, held_for: float) -> None:
     """Another held hook waits on this pending plan (the same request delivered twice)."""
     plan.held_until = held_until(held_for)
@@ -320,6 +332,10 @@ def plan_decide(
             check_may_decide(reviewer, plan)
         if not plan.is_pending:
             raise plan_already_decided(plan)
+        if check and plan.staged_answer is not None:
+            # Someone decided first, in the browser; it is sent when its undo window ends
+            # (which clears it before deciding through here).
+            raise already_staged(plan.staged_answer, "plan")
         if nobody_waits(plan.held_until):
             raise nobody_waiting("plan")
         plan.agent.session = plan.session  # the plan's agent works in the plan's session

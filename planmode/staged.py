@@ -10,6 +10,16 @@ same. The deciding process schedules that moment (`release_later`); every proces
 sweep also releases whatever is due (`staged_release_due`), so a decision staged by a process
 that stopped is still sent. Decisions by tokens, push notifications and team rules are never
 staged: there is no page to undo them from.
+
+Exactly one decision wins, whatever the number of processes: staging is a conditional update
+of a row still pending with nothing staged (on PostgreSQL the second of two concurrent ones
+waits for the first's row lock, then matches nothing), and a decision sent at once
+(`plan_decide`, `permission_decide`) refuses a row with a decision staged, in the same way. An
+Undo and the window's end race on one conditional update too.
+
+A window never outlasts the wait of the hook that holds the request: it ends
+`SEND_BEFORE_DEADLINE` before the hook gives up (or at once, when less is left), and the pages
+say so, since an answer that reached nobody would be a click that did nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ logger = logging.getLogger(__name__)
 
 # At most this many of each kind per release: one write of the writer's.
 RELEASE_BATCH = 100
+# A staged decision is sent at least this long before the hook that waits for it gives up, so
+# that it still reaches the hook on a busy server.
+SEND_BEFORE_DEADLINE = timedelta(seconds=2)
 
 
 def undo_seconds() -> float:
@@ -49,9 +62,11 @@ def undo_seconds() -> float:
 
 @dataclass
 class Staged:
-    """Decisions held back until `sends_at`: the plans or requests, and what pages show."""
+    """Decisions held back until the times in `sends_at` (one each, or a sooner one for a
+    hook that stops waiting before the window ends): the plans or requests, and what pages
+    show."""
 
-    sends_at: datetime
+    sends_at: set[datetime]
     plan_ids: list[int] = field(default_factory=list)
     request_ids: list[int] = field(default_factory=list)
     # Requests of a bulk answer someone (or something) else answered first, each with why.
@@ -70,13 +85,15 @@ def _plan_changes(plan: Plan) -> Changes:
     return Changes(plans={plan.pk}).agent(plan.agent_id, plan.session_id)
 
 
-def _already_staged(who: str, what: str) -> ServiceError:
-    return ServiceError(
-        "already_decided",
-        f"{who} already decided this {what} and it is about to be sent; undo that first to "
-        "decide differently.",
-        status=409,
-    )
+def _window(
+    *, now: datetime, seconds: float, held_until: datetime | None
+) -> tuple[datetime, dict[str, Any]]:
+    """When a decision staged `now` is sent: after `seconds`, or sooner when the hook that
+    holds the request stops waiting before then (with what the pages say about it)."""
+    sends_at = now + timedelta(seconds=seconds)
+    if held_until is None or sends_at <= held_until - SEND_BEFORE_DEADLINE:
+        return sends_at, {}
+    return max(now, held_until - SEND_BEFORE_DEADLINE), {"stops_waiting_at": held_until.isoformat()}
 
 
 def plan_stage(
@@ -92,8 +109,6 @@ def plan_stage(
     """A reviewer's approval or rejection, checked as `plan_decide` checks it, held back for
     `seconds`; the plan stays pending."""
     feedback = services.decision_feedback_check(approve=approve, feedback=feedback)
-    now = timezone.now()
-    sends_at = now + timedelta(seconds=seconds)
     with transaction.atomic(savepoint=False):
         plan = (
             Plan.objects.select_for_update(of=("self",))
@@ -107,15 +122,28 @@ def plan_stage(
         if not plan.is_pending:
             raise services.plan_already_decided(plan)
         if plan.staged_answer is not None:
-            raise _already_staged(plan.staged_answer.get("by_name", "Someone"), "plan")
+            raise services.already_staged(plan.staged_answer, "plan")
         if services.nobody_waits(plan.held_until):
             raise services.nobody_waiting("plan")
+        sends_at, note = _window(now=timezone.now(), seconds=seconds, held_until=plan.held_until)
         answer = {"approve": approve, "auto_accept": auto_accept, "feedback": feedback}
-        plan.staged_answer, plan.sends_at = {**answer, **_who(reviewer, via)}, sends_at
-        Plan.objects.filter(pk=plan.pk).update(
-            staged_answer=plan.staged_answer, sends_at=plan.sends_at
-        )
-    return Staged(sends_at, plan_ids=[plan.pk], changes=_plan_changes(plan))
+        staged_answer = {**answer, **_who(reviewer, via), **note}
+        won = Plan.objects.filter(
+            pk=plan.pk, status=PlanStatus.PENDING, staged_answer__isnull=True
+        ).update(staged_answer=staged_answer, sends_at=sends_at)
+        if not won:
+            raise _refusal(Plan.objects.select_related("decided_by").get(pk=plan.pk))
+        plan.staged_answer, plan.sends_at = staged_answer, sends_at
+    return Staged({sends_at}, plan_ids=[plan.pk], changes=_plan_changes(plan))
+
+
+def _refusal(row: Plan | PermissionRequest) -> ServiceError:
+    """Why a decision on `row` (read again after another one won) was refused."""
+    if isinstance(row, Plan):
+        if row.staged_answer is not None:
+            return services.already_staged(row.staged_answer, "plan")
+        return services.plan_already_decided(row)
+    return permissions.decided_first(row)
 
 
 def _stage_request(
@@ -123,14 +151,12 @@ def _stage_request(
     *,
     user: AbstractBaseUser,
     answer: permissions.Answer,
-    sends_at: datetime,
+    seconds: float,
     via: Via | None = None,
-) -> str | None:
-    """Stage one request; why not, when it cannot be."""
-    if not request.is_pending:
-        return permissions.request_already_decided(request).message
-    if request.staged_answer is not None:
-        return _already_staged(request.staged_answer.get("by_name", "Someone"), "request").message
+) -> datetime | str:
+    """Stage one request: when it is sent, or why it cannot be."""
+    if not request.is_pending or request.staged_answer is not None:
+        return permissions.decided_first(request).message
     if services.nobody_waits(request.held_until):
         return services.nobody_waiting("request").message
     if answer.allow and answer.remember:
@@ -138,13 +164,17 @@ def _stage_request(
         permissions.remembered_permissions(
             request, choice=answer.remember, pattern=answer.pattern, where=answer.where
         )
+    sends_at, note = _window(now=timezone.now(), seconds=seconds, held_until=request.held_until)
     # The deny message waits redacted, as it is stored once sent.
-    staged = {**asdict(answer), "message": redact(answer.message.strip()), **_who(user, via)}
+    said = {"message": redact(answer.message.strip())}
+    staged = {**asdict(answer), **said, **_who(user, via), **note}
+    won = PermissionRequest.objects.filter(
+        pk=request.pk, status=RequestStatus.PENDING, staged_answer__isnull=True
+    ).update(staged_answer=staged, sends_at=sends_at)
+    if not won:
+        return _refusal(permissions.request_load(request.pk)).message
     request.staged_answer, request.sends_at = staged, sends_at
-    PermissionRequest.objects.filter(pk=request.pk).update(
-        staged_answer=request.staged_answer, sends_at=sends_at
-    )
-    return None
+    return sends_at
 
 
 def _request_changes(requests: Sequence[PermissionRequest]) -> Changes:
@@ -165,7 +195,6 @@ def permission_stage(
     ids = sorted(set(request_ids))
     if not ids:
         raise ServiceError("nothing_selected", "Select the requests to answer first.")
-    sends_at = timezone.now() + timedelta(seconds=seconds)
     with transaction.atomic(savepoint=False):
         requests = [permissions.request_load(pk) for pk in ids]
         if len({request.input_key for request in requests}) > 1:
@@ -176,13 +205,14 @@ def permission_stage(
             )
         for request in requests:
             permissions.check_may_answer(user, request)
-        staged, missed = [], []
+        staged, missed, sends_at = [], [], set()
         for request in requests:
-            why_not = _stage_request(request, user=user, answer=answer, sends_at=sends_at, via=via)
-            if why_not is None:
-                staged.append(request)
+            sent = _stage_request(request, user=user, answer=answer, seconds=seconds, via=via)
+            if isinstance(sent, str):
+                missed.append(sent)
             else:
-                missed.append(why_not)
+                staged.append(request)
+                sends_at.add(sent)
         if not staged:
             if len(ids) == 1:
                 raise ServiceError("already_decided", missed[0], status=409)
@@ -282,8 +312,8 @@ def _release_request(request: PermissionRequest, now: datetime) -> Changes:
     if not cleared.update(staged_answer=None, sends_at=None):
         return Changes()
     user = _decider(staged_answer)
-    staged_answer.pop("by", None)
-    staged_answer.pop("by_name", None)
+    for said_by_the_page in ("by", "by_name", "stops_waiting_at"):
+        staged_answer.pop(said_by_the_page, None)
     via = Via.from_data(staged_answer.pop("via", None))
     try:
         if user is None:
@@ -321,16 +351,16 @@ def staged_release_due() -> Outcome[int]:
 _releases: set[asyncio.Task[Any]] = set()
 
 
-def release_later(sends_at: datetime) -> None:
-    """Send what is due at `sends_at`, from this process's loop (the periodic sweep sends it
-    too, should this process stop before then)."""
+def release_later(sends_at: set[datetime]) -> None:
+    """Send what is due at each of `sends_at`, from this process's loop (the periodic sweep
+    sends it too, should this process stop before then)."""
     loop = asyncio.get_running_loop()
 
     def release() -> None:
         keep(_releases, loop.create_task(_release()))
 
-    delay = max(0.0, (sends_at - timezone.now()).total_seconds())
-    loop.call_later(delay, release)
+    for when in sends_at:
+        loop.call_later(max(0.0, (when - timezone.now()).total_seconds()), release)
 
 
 async def _release() -> None:

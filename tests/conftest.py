@@ -502,6 +502,16 @@ two_processes = pytest.mark.skipif(
 @pytest.fixture
 def server_factory(tmp_path) -> Iterator:
     """Start real `manage.py serve` processes; with DATABASE_URL/REDIS_URL they share both."""
+    yield from _servers(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_server_factory(tmp_path_factory) -> Iterator:
+    """`server_factory` for the tests of a module together: servers cost seconds to start."""
+    yield from _servers(tmp_path_factory.mktemp("servers"))
+
+
+def _servers(tmp_path: Path) -> Iterator:
     servers: list[LiveServer] = []
     database: dict[str, str] = {}
     prefix = f"agentboard-test-{secrets.token_hex(4)}"

@@ -63,15 +63,19 @@ class LiveServer:
         with sqlite3.connect(database) as connection:
             return connection.execute(sql.replace("%s", "?"), params).fetchall()
 
-    def log_in(self) -> dict[str, str]:
-        """Log in as the first reviewer, as a browser does: its `cookie` header and its `csrf`
-        token."""
+    def log_in(self, username: str = "", password: str = "") -> dict[str, str]:
+        """Log in as the first reviewer (or as `username`), as a browser does: its `cookie`
+        header and its `csrf` token."""
         jar = http.cookiejar.CookieJar()
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         page = opener.open(f"{self.url}/accounts/login/").read().decode()
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         form = urllib.parse.urlencode(
-            {"username": self.username, "password": self.password, "csrfmiddlewaretoken": csrf}
+            {
+                "username": username or self.username,
+                "password": password or self.password,
+                "csrfmiddlewaretoken": csrf,
+            }
         ).encode()
         opener.open(
             urllib.request.Request(

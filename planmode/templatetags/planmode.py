@@ -4,6 +4,7 @@ from datetime import datetime
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from planmode import fragments
@@ -66,6 +67,25 @@ def sends_in(sends_at: datetime | None) -> str:
     if sends_at is None:
         return ""
     return clock((sends_at - timezone.now()).total_seconds())
+
+
+def _countdown(at: datetime | None) -> SafeString:
+    stamp = at.isoformat() if at else ""
+    return format_html('<time datetime="{}" data-sends-at>{}</time>', stamp, sends_in(at))
+
+
+@register.simple_tag
+def sends_when(answer: dict | None, sends_at: datetime | None) -> SafeString:
+    """When a decision in its undo window is sent: "sends in 0:04", or, when the hook that
+    waits for it gives up before the usual window would end, that it goes sooner and why."""
+    stops = (answer or {}).get("stops_waiting_at")
+    if not stops:
+        return format_html("sends in {}", _countdown(sends_at))
+    return format_html(
+        "sends sooner than usual, in {}: the agent stops waiting in {}",
+        _countdown(sends_at),
+        _countdown(datetime.fromisoformat(stops)),
+    )
 
 
 @register.filter

@@ -14,7 +14,8 @@ from dashboard.core.visibility import EVERYONE
 from planmode import selectors, staged
 from planmode.inbox import inbox_count, inbox_items
 from planmode.models import PermissionRequest, Plan
-from planmode.permissions import Answer
+from planmode.permissions import Answer, permission_decide, permission_decide_many
+from planmode.services import plan_decide
 from tests.conftest import parse_html
 from tests.planmode.test_inbox_views import make_request, make_session
 
@@ -234,3 +235,116 @@ def test_words_waiting_in_the_window_are_redacted_like_those_sent(submit, user, 
     lead.post(f"/plans/{plan.pk}/decide/", {"action": "reject", "text": f"Drop {secret}."})
     plan.refresh_from_db()
     assert plan.staged_answer is not None and secret not in str(plan.staged_answer)
+
+
+def test_a_decision_sent_at_once_is_refused_while_another_waits_in_its_window(
+    user, reviewer, second_reviewer
+):
+    """An API token's or a notification's answer is not staged; it still comes second to a
+    person's answer waiting in its undo window, and says whose."""
+    _, agent = make_session(user)
+    request = make_request(agent)
+    staged.permission_stage(
+        request_ids=[request.pk], user=reviewer, answer=Answer(allow=True), seconds=30
+    )
+
+    with pytest.raises(ServiceError) as refused:
+        permission_decide(
+            request_id=request.pk,
+            user=second_reviewer,
+            answer=Answer(allow=False, message="No."),
+        )
+
+    assert refused.value.status == 409
+    assert refused.value.message.startswith("lead already decided this request and it is about")
+    request.refresh_from_db()
+    assert request.status == "pending" and request.staged_answer["allow"] is True
+    PermissionRequest.objects.filter(pk=request.pk).update(
+        sends_at=timezone.now() - timedelta(seconds=1)
+    )
+    staged.staged_release_due()
+    request.refresh_from_db()
+    assert (request.status, request.decided_by) == ("allowed", reviewer)
+
+
+def test_a_bulk_answer_sent_at_once_skips_a_request_staged_by_someone_else(
+    user, reviewer, second_reviewer
+):
+    _, agent = make_session(user)
+    first, second = make_request(agent), make_request(agent)
+    staged.permission_stage(
+        request_ids=[first.pk], user=reviewer, answer=Answer(allow=True), seconds=30
+    )
+
+    answered = permission_decide_many(
+        request_ids=[first.pk, second.pk],
+        user=second_reviewer,
+        answer=Answer(allow=False, message="Not now."),
+    )
+
+    assert [request.pk for request in answered.decided] == [second.pk]
+    assert answered.missed == [
+        "lead already decided this request and it is about to be sent; undo that first to "
+        "decide differently."
+    ]
+    first.refresh_from_db()
+    assert first.status == "pending" and first.staged_answer["by_name"] == "lead"
+
+
+def test_a_plan_decided_at_once_is_refused_while_another_decision_waits(
+    submit, reviewer, second_reviewer
+):
+    plan = submit()
+    staged.plan_stage(plan_id=plan.pk, reviewer=reviewer, approve=True, seconds=30)
+
+    with pytest.raises(ServiceError) as refused:
+        plan_decide(plan_id=plan.pk, reviewer=second_reviewer, approve=False, feedback="No.")
+
+    assert refused.value.status == 409 and "lead already decided this plan" in refused.value.message
+    plan.refresh_from_db()
+    assert plan.status == "pending" and plan.staged_answer["approve"] is True
+
+
+def test_the_window_ends_before_the_hook_stops_waiting_and_the_page_says_so(user, lead):
+    """A hook that gives up in 10 s must still hear a decision whose window is 30 s."""
+    _, agent = make_session(user)
+    stops = timezone.now() + timedelta(seconds=10)
+    request = make_request(agent, held_until=stops)
+
+    lead.post(f"/inbox/requests/{request.pk}/decide/", {"action": "allow"})
+
+    request.refresh_from_db()
+    assert request.status == "pending"
+    assert request.sends_at == stops - staged.SEND_BEFORE_DEADLINE
+    assert request.staged_answer["stops_waiting_at"] == stops.isoformat()
+    page = parse_html(lead.get("/inbox/").content)
+    note = " ".join(page.find("p", cls="staged-what").text().split())
+    assert "not sent yet; sends sooner than usual, in 0:0" in note
+    assert ": the agent stops waiting in 0:" in note
+
+
+def test_a_hook_about_to_stop_waiting_gets_the_decision_at_once(user, reviewer):
+    _, agent = make_session(user)
+    request = make_request(agent, held_until=timezone.now() + timedelta(seconds=1))
+
+    held = staged.permission_stage(
+        request_ids=[request.pk], user=reviewer, answer=Answer(allow=True), seconds=30
+    )
+
+    (sends_at,) = held.sends_at
+    assert sends_at <= timezone.now()
+    assert staged.staged_release_due().value == 1
+    request.refresh_from_db()
+    assert request.status == "allowed"
+
+
+def test_a_decision_for_a_hook_that_stopped_waiting_is_refused_not_stored_as_expired(user, lead):
+    _, agent = make_session(user)
+    request = make_request(agent, held_until=timezone.now() - timedelta(seconds=1))
+
+    response = lead.post(f"/inbox/requests/{request.pk}/decide/", {"action": "allow"})
+
+    assert response.status_code == 409
+    assert "The agent stopped waiting for an answer to this request" in response.content.decode()
+    request.refresh_from_db()
+    assert (request.status, request.staged_answer) == ("pending", None)

@@ -306,6 +306,10 @@ AGENTBOARD_OIDC_ADMIN_GROUP = os.environ.get("AGENTBOARD_OIDC_ADMIN_GROUP", "").
 # Signing out of Agentboard signs out of the provider too (when it offers an end_session_endpoint
 # and the login page's address is registered there as a post-logout redirect URI).
 AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER = envbool("AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER", False)
+# A person's first sign-in takes over the one account that has their verified e-mail address
+# (an account made before single sign-on). Off: a provider's e-mail claim is whatever its admins
+# (or, at some providers, its users) set, so by default only the subject names a person.
+AGENTBOARD_OIDC_LINK_BY_EMAIL = envbool("AGENTBOARD_OIDC_LINK_BY_EMAIL", False)
 # The provider's name on the login page's button ("Log in with Acme"); its host by default.
 AGENTBOARD_OIDC_NAME = os.environ.get("AGENTBOARD_OIDC_NAME", "").strip()[:60]
 if AGENTBOARD_OIDC_ISSUER:

@@ -438,6 +438,13 @@ if AGENTBOARD_CONCERN_SWEEP_SECONDS <= 0:
 
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
+# The audit log's head (its last entry's digest) goes to the server's log this often, and is
+# POSTed as JSON to this address when set: kept outside, it shows a log emptied or rewritten.
+AGENTBOARD_AUDIT_HEAD_WEBHOOK = os.environ.get("AGENTBOARD_AUDIT_HEAD_WEBHOOK", "").strip()
+AGENTBOARD_AUDIT_HEAD_SECONDS = envfloat("AGENTBOARD_AUDIT_HEAD_SECONDS", 24 * 60 * 60)
+if AGENTBOARD_AUDIT_HEAD_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_AUDIT_HEAD_SECONDS must be a positive number.")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -451,6 +458,8 @@ LOGGING = {
         # httpx logs every request's full URL at INFO: webhook URLs and push endpoints are secrets.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # The audit log's daily head is kept in the log whatever AGENTBOARD_LOG_LEVEL says.
+        "dashboard.audit.chain": {"level": "INFO"},
     },
 }
 

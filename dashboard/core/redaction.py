@@ -413,6 +413,8 @@ def _plugin_findings(plugin: BasePlugin, text: str) -> Iterator[tuple[int, int]]
                 # Some patterns take the character before and after the token with them.
                 stripped = value.strip(" \t\"'=:")
                 start += value.index(stripped) if stripped else 0
+                # npm's pattern ends in `.+`: the rest of the line, the commands after a token.
+                stripped = stripped.split(None, 1)[0].rstrip("\"'") if stripped else stripped
                 end = start + len(stripped)
                 if len(stripped) < 8 or MARKER_PREFIX in stripped:
                     continue

@@ -124,6 +124,17 @@ def test_a_password_in_a_url_leaves_the_user_and_the_host():
     assert redact(text) == "psql postgres://app:[redacted:password]@db.internal:5432/app"
 
 
+def test_the_commands_after_a_token_on_its_line_stay():
+    text = (
+        "echo '//registry.npmjs.org/:_authToken=npm_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2'"
+        " > .npmrc && npm publish"
+    )
+
+    assert redact(text) == (
+        "echo '//registry.npmjs.org/:_authToken=[redacted:npm-token]' > .npmrc && npm publish"
+    )
+
+
 def test_a_private_key_goes_whole_across_its_lines():
     text = next(secret.text for secret in SECRETS if "RSA PRIVATE" in secret.text)
 

@@ -7,9 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from google.protobuf import json_format
+from google.rpc import status_pb2
 
+from dashboard.costs.models import Usage
 from planmode.models import PermissionRequest, TerminalWait
 from tests.codex.conftest import load_fixture as codex_fixture
+from tests.costs.conftest import SESSION as COST_SESSION
+from tests.costs.conftest import as_json, usage_metrics
 from tests.hardening.conftest import errors_in, send_frame, stored_state, stored_state_async
 from tests.hooks.conftest import load_fixture as claude_fixture
 from tests.opencode.conftest import asked
@@ -306,4 +311,34 @@ async def test_a_frame_is_refused_by_the_same_reader_and_answered_by_its_id(
     assert (reply["type"], reply["id"], reply["error"]["code"]) == ("error", 7, code)
     assert " at todos.0.weight" in reply["error"]["message"]
     assert await stored_state_async() == before
+    assert errors_in(server_errors) == []
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "said"),
+    [
+        (f'"{COST_SESSION}"', LONE_SURROGATE, "a lone surrogate at resourceMetrics.0"),
+        ('"asDouble": 0.0012', f'"asDouble": {OVERFLOW}', f"holds {OVERFLOW} at resourceMetrics.0"),
+    ],
+    ids=["a lone surrogate in an attribute", "an overflowing number in a point"],
+)
+def test_an_otlp_json_export_is_read_by_the_same_reader(
+    agent_api, server_errors, replace, by, said
+):
+    body = as_json(usage_metrics(session_id=COST_SESSION)).decode()
+    assert replace in body
+
+    response = agent_api.client.post(
+        "/v1/metrics",
+        data=body.replace(replace, by),
+        content_type="application/json",
+        headers=agent_api.headers(),
+    )
+
+    # OTLP/HTTP answers a request it cannot take with a 400 and a google.rpc.Status.
+    assert response.status_code == 400, response.content
+    message = json_format.Parse(response.content, status_pb2.Status()).message
+    assert message.startswith("The JSON OTLP metrics export request ")
+    assert said in message
+    assert not Usage.objects.exists()
     assert errors_in(server_errors) == []

@@ -341,8 +341,8 @@ def looks_random(value: str) -> bool:
     return worded * 2 < len(value)
 
 
-# The last word of a name that may be a secret's (`MAILGUN_KEY`, `NPM_AUTH`, `GH_PAT`, but also
-# `SORT_KEY`), with the kind its value is when it looks like a token (`_looks_like_token`).
+# The last word of an environment variable or a header that may hold a secret (`MAILGUN_KEY`,
+# `NPM_AUTH`, `GH_PAT`, but also `SORT_KEY`), with the kind its value is when it looks like a token.
 _MAYBE_SECRET_WORDS = {"key": "api-key", "auth": "credentials", "pat": "token"}
 _MAYBE_SECRET_ENDINGS = tuple(_MAYBE_SECRET_WORDS)
 
@@ -469,7 +469,7 @@ def _assignments(text: str, offset: int) -> Iterator[Finding]:
             name = found.group("name")
             kind = secret_name_kind(name)
             maybe = None
-            if kind is None and name.lower().endswith(_MAYBE_SECRET_ENDINGS):
+            if kind is None and _may_name_a_secret(name, found):
                 maybe = _MAYBE_SECRET_WORDS.get(_WORDS.findall(name)[-1].lower())
             if kind is None and maybe is None:
                 continue
@@ -486,6 +486,18 @@ def _assignments(text: str, offset: int) -> Iterator[Finding]:
             strict = not quoted and (pattern is _OPTION or found.group("op") == ":")
             if _value_is_secret(value, name=name, strict=strict):
                 yield Finding(offset + start, offset + end, kind, _NAMED)
+
+
+def _may_name_a_secret(name: str, found: re.Match[str]) -> bool:
+    """An environment variable or a header whose name ends as a secret's may hold one
+    (`MAILGUN_KEY=`, `Ocp-Apim-Subscription-Key: `); a variable in code seldom does
+    (`idempotency_key = "toolu_01…"`)."""
+    return (
+        (name.isupper() or "-" in name)
+        and name.lower().endswith(_MAYBE_SECRET_ENDINGS)
+        and found.re is _ASSIGNMENT
+        and found.group("op") in {"=", ":"}
+    )
 
 
 def _command_line(text: str, offset: int) -> Iterator[Finding]:

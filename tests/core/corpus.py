@@ -377,4 +377,5 @@ ORDINARY = [
     "CACHE_KEY=v2_users_list_2024_archive",
     "S3_KEY=uploads/2024/03/report-2024-03-01.png",
     "IDEMPOTENCY_KEY=123e4567-e89b-12d3-a456-426614174000 ./retry.sh",
+    'idempotency_key = "toolu_01Xq3N5dTodoWrite0001"',
 ]

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import json
 import re
 import secrets
+from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 # The longest Idempotency-Key (or tool_use_id, kept as one) a todo revision or a plan stores.
@@ -328,8 +331,31 @@ class AuditAction(models.TextChoices):
     BUDGET_BLOCKED = "budget.blocked", "refused a tool call over budget"
 
 
+# Taken by whoever appends to the audit log on PostgreSQL, until its transaction ends (any
+# number, the same in every process).
+AUDIT_CHAIN_LOCK = 0x41_55_44_49_54
+
+# The database's time and the chain's last entry (none in an empty log): one row either way.
+_AUDIT_HEAD = """
+    SELECT {now}, head.number, head.at, head.digest
+    FROM (SELECT 1 AS one) AS always
+    LEFT JOIN (
+        SELECT number, at, digest FROM dashboard_auditentry ORDER BY number DESC LIMIT 1
+    ) AS head ON 1 = 1
+"""
+
+
+def _utc(moment: datetime | str) -> datetime:
+    """A time as the database gave it (SQLite: naive UTC, as text from a plain statement)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    if timezone.is_naive(moment):
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
 class AuditQuerySet(models.QuerySet["AuditEntry"]):
-    """Append-only: no entry is changed or removed (on PostgreSQL a trigger says so too)."""
+    """Append-only: no entry is changed or removed (the database's triggers say so too)."""
 
     def update(self, **kwargs: Any) -> int:
         raise PermissionError("The audit log is append-only: entries are never changed.")
@@ -376,6 +402,11 @@ class AuditEntry(models.Model):
     # Where it was done: "review page", "inbox", "board", "keyboard", "API"...
     surface = models.CharField(max_length=40, blank=True)
     address = models.GenericIPAddressField(null=True, blank=True)
+    # Its place in the chain (1, 2, ...) and the SHA-256 of the entry before's digest and its
+    # own content (`chain()`): an entry changed, removed or slipped in breaks every digest after
+    # it (`python manage.py audit verify`).
+    number = models.PositiveBigIntegerField(unique=True)
+    digest = models.CharField(max_length=64)
 
     objects = AuditQuerySet.as_manager()
 
@@ -389,7 +420,48 @@ class AuditEntry(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise PermissionError("The audit log is append-only: entries are never changed.")
-        super().save(*args, **kwargs)
+        with transaction.atomic(savepoint=False):
+            if self.number is None:
+                self.chain()
+            super().save(*args, **kwargs)
+
+    def chain(self) -> None:
+        """Make this entry the chain's next: its number, the database's time (never before the
+        last entry's, whatever any server's clock says) and its digest. Inside the transaction
+        that inserts it: on PostgreSQL a transaction-wide lock keeps appends one after another
+        until it ends, across every server process; SQLite's one writer does already."""
+        if not connection.in_atomic_block:
+            raise RuntimeError("An audit entry is chained inside the transaction that adds it.")
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # One round trip: the head is read after the lock is taken (its own statement,
+                # so it sees what the lock's last holder committed).
+                with connection.wrap_database_errors, connection.connection.pipeline():
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_CHAIN_LOCK])
+                    cursor.execute(_AUDIT_HEAD.format(now="clock_timestamp()"))
+            else:
+                cursor.execute(_AUDIT_HEAD.format(now="strftime('%Y-%m-%d %H:%M:%f', 'now')"))
+            now, number, at, previous = cursor.fetchone()
+        now = _utc(now)
+        self.at = max(now, _utc(at)) if at is not None else now
+        self.number = (number or 0) + 1
+        self.digest = self.digest_after(previous or "")
+
+    def digest_after(self, previous: str) -> str:
+        return audit_digest(self, previous)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
         raise PermissionError("The audit log is append-only: entries are never removed.")
+
+
+def audit_digest(entry: Any, previous: str) -> str:
+    """SHA-256 of the previous entry's digest (empty for the first) and an entry's content, in
+    a canonical form: what `audit verify` recomputes."""
+    content = [
+        entry.number, _utc(entry.at).isoformat(timespec="microseconds"), entry.actor_id,
+        entry.actor_name, entry.rule, entry.action, entry.session_id, entry.session_key,
+        entry.project_id, entry.project_name, entry.team_id, entry.about, entry.summary,
+        entry.surface, str(ipaddress.ip_address(entry.address)) if entry.address else None,
+    ]  # fmt: skip
+    canonical = json.dumps(content, separators=(",", ":"))
+    return hashlib.sha256(f"{previous}\n{canonical}".encode()).hexdigest()

@@ -165,6 +165,7 @@ class AgentboardServer(Server):
         reactor.callWhenRunning(self._bound)
         reactor.callWhenRunning(self._sweep_idle_sessions)
         reactor.callWhenRunning(self._deliver_notifications)
+        reactor.callWhenRunning(self._keep_audit_head)
         reactor.callWhenRunning(self._freeze_startup_heap)
         super().run()
 
@@ -212,6 +213,11 @@ class AgentboardServer(Server):
 
         self.notifier = asyncio.get_event_loop().create_task(deliver_forever())
 
+    def _keep_audit_head(self) -> None:
+        from dashboard.audit.chain import audit_head_forever
+
+        self.audit_head = asyncio.get_event_loop().create_task(audit_head_forever())
+
     def create_application(self, protocol: Any, scope: dict[str, Any]) -> Any:
         if isinstance(protocol, WebSocketProtocol):
             # Board sockets write live fragments, framed once, straight to their connection.
@@ -254,6 +260,7 @@ class AgentboardServer(Server):
         self.orphan_sweep.cancel()
         self.activity_pruning.cancel()
         self.concern_sweep.cancel()
+        self.audit_head.cancel()
         # Deliveries being sent are freed for another process (or the next start) to send.
         self.notifier.cancel()
         for protocol in list(self.connections):

@@ -306,6 +306,10 @@ AGENTBOARD_OIDC_ADMIN_GROUP = os.environ.get("AGENTBOARD_OIDC_ADMIN_GROUP", "").
 # Signing out of Agentboard signs out of the provider too (when it offers an end_session_endpoint
 # and the login page's address is registered there as a post-logout redirect URI).
 AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER = envbool("AGENTBOARD_OIDC_SIGN_OUT_AT_PROVIDER", False)
+# A person's first sign-in takes over the one account that has their verified e-mail address
+# (an account made before single sign-on). Off: a provider's e-mail claim is whatever its admins
+# (or, at some providers, its users) set, so by default only the subject names a person.
+AGENTBOARD_OIDC_LINK_BY_EMAIL = envbool("AGENTBOARD_OIDC_LINK_BY_EMAIL", False)
 # The provider's name on the login page's button ("Log in with Acme"); its host by default.
 AGENTBOARD_OIDC_NAME = os.environ.get("AGENTBOARD_OIDC_NAME", "").strip()[:60]
 if AGENTBOARD_OIDC_ISSUER:
@@ -434,6 +438,13 @@ if AGENTBOARD_CONCERN_SWEEP_SECONDS <= 0:
 
 AGENTBOARD_MAX_PLAN_CHARS = envint("AGENTBOARD_MAX_PLAN_CHARS", 100_000)
 
+# The audit log's head (its last entry's digest) goes to the server's log this often, and is
+# POSTed as JSON to this address when set: kept outside, it shows a log emptied or rewritten.
+AGENTBOARD_AUDIT_HEAD_WEBHOOK = os.environ.get("AGENTBOARD_AUDIT_HEAD_WEBHOOK", "").strip()
+AGENTBOARD_AUDIT_HEAD_SECONDS = envfloat("AGENTBOARD_AUDIT_HEAD_SECONDS", 24 * 60 * 60)
+if AGENTBOARD_AUDIT_HEAD_SECONDS <= 0:
+    raise ImproperlyConfigured("AGENTBOARD_AUDIT_HEAD_SECONDS must be a positive number.")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -447,6 +458,8 @@ LOGGING = {
         # httpx logs every request's full URL at INFO: webhook URLs and push endpoints are secrets.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # The audit log's daily head is kept in the log whatever AGENTBOARD_LOG_LEVEL says.
+        "dashboard.audit.chain": {"level": "INFO"},
     },
 }
 

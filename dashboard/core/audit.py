@@ -3,7 +3,8 @@ transaction of the change it records, with where it came from.
 
 Services take a `Via` from the page or endpoint that acted (the surface and the client's
 address) and call `audit()` inside their own transaction; if the change rolls back, so does
-its entry. Entries are never changed or removed (`AuditEntry`, and a trigger on PostgreSQL).
+its entry. Entries are never changed or removed (`AuditEntry`, and the database's triggers), and
+each is chained to the one before by its digest (`AuditEntry.chain`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any
 
 from django.db import connection
 from django.http import HttpRequest
-from django.utils import timezone
 
 from dashboard.core.sql import Statement
 from dashboard.models import AuditEntry, Project, Session, Team
@@ -65,8 +65,8 @@ def named(user: Any) -> str:
 _INSERT = """
     INSERT INTO dashboard_auditentry
         (at, actor_id, actor_name, rule, action, session_id, session_key, project_id,
-         project_name, team_id, about, summary, surface, address)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+         project_name, team_id, about, summary, surface, address, number, digest)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
@@ -80,15 +80,17 @@ def audit_statement(
     summary: str = "",
 ) -> Statement:
     """`audit()` as one plain statement, for a write that sends its statements together in one
-    round trip (`dashboard.core.sql.run_together`): a plan's decision."""
+    round trip (`dashboard.core.sql.run_together`): a plan's decision. The entry is chained now,
+    so nothing else may be added to the log before the statement runs."""
     entry = _entry(action, actor=actor, via=via, session=session, about=about, summary=summary)
+    entry.chain()
     return (
         _INSERT,
         [
             connection.ops.adapt_datetimefield_value(entry.at),
             entry.actor_id, entry.actor_name, entry.rule, entry.action, entry.session_id,
             entry.session_key, entry.project_id, entry.project_name, entry.team_id, entry.about,
-            entry.summary, entry.surface, entry.address,
+            entry.summary, entry.surface, entry.address, entry.number, entry.digest,
         ],
     )  # fmt: skip
 
@@ -140,7 +142,6 @@ def _entry(
         project_name = project.name if project is not None else ""
         team_pk = team.pk if team is not None else project.team_id if project is not None else None
     return AuditEntry(
-        at=timezone.now(),
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=actor.get_username() if actor is not None else "",
         rule=rule[:300],

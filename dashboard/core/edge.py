@@ -1,17 +1,20 @@
 """The edge every agent input crosses: HTTP API bodies, hook input and socket frames.
 
-Three checks make any JSON safe to validate: it parses as standard JSON (Python's reader also
-takes `NaN`, `Infinity` and `-Infinity`, which no database's JSON column stores), and it is
-not nested so deep that walking it (here, in pydantic, in `json` itself) exhausts the stack.
-Then each field is validated with the text types below, so that what reaches the database can
-be stored there: PostgreSQL refuses NUL characters and strings longer than their column, and no
-database can store a lone UTF-16 surrogate such as "\\ud800", which JSON can express. SQLite
-would store the first two silently; refusing them here gives one answer whatever the database.
+One reader (`load_json`) makes any JSON safe to validate: it parses as standard JSON, holds
+no number a database's JSON column refuses (Python's reader also takes `NaN`, `Infinity` and
+`-Infinity`, and reads `1e400` as infinity) and no lone UTF-16 surrogate such as "\\ud800" in any
+string or key (JSON can express one, no database can store it), and it is not nested so deep
+that walking it (here, in pydantic, in `json` itself) exhausts the stack. Then each field is
+validated with the text types below, so that what reaches the database can be stored there:
+PostgreSQL refuses NUL characters and strings longer than their column; SQLite would store them
+silently, and refusing them here gives one answer whatever the database.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -44,54 +47,139 @@ Path = list[str | int]
 
 
 class NonFiniteNumber(ValueError):
-    """Standard JSON has no NaN or infinite numbers; Python's reader takes them all the same."""
+    """Standard JSON has no NaN or infinite numbers; Python's reader takes them all the same,
+    and reads a number too large for a double (`1e400`) as infinity."""
 
-    def __init__(self, constant: str, path: Path) -> None:
-        super().__init__(f"{constant} is not a JSON number")
-        self.constant = constant
+    def __init__(self, literal: str, path: Path, document: Json = None) -> None:
+        super().__init__(f"{literal} is not a finite number")
+        self.literal = literal
         self.path = path
+        self.document = document
+
+    @property
+    def overflows(self) -> bool:
+        """A number JSON has, too large for a 64-bit float (not NaN, Infinity, -Infinity)."""
+        return self.literal not in _CONSTANTS
+
+
+class LoneSurrogate(ValueError):
+    """A string (or a key) holding half of a UTF-16 pair, which JSON can write as an escape
+    (`"\\ud800"`) but no database can store as text."""
+
+    def __init__(self, path: Path, document: Json = None) -> None:
+        super().__init__("a lone surrogate is not text")
+        self.path = path
+        self.document = document
+
+
+class RefusedJson(ServiceError):
+    """A 422 for JSON that could be read but holds what no database stores; `document` is
+    what was read (where a socket finds the frame's id to answer)."""
+
+    def __init__(self, code: str, message: str, *, detail: list, document: Json) -> None:
+        super().__init__(code, message, detail=detail)
+        self.document = document
+
+
+_CONSTANTS = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+class _Refused(Exception):
+    """Raised by the fast reader at the first number it refuses; the slow reader says where."""
 
 
 class _NonFinite:
-    """Stands where the reader met NaN, Infinity or -Infinity, until its place is found."""
+    """Stands where the slow reader met a number it refuses, until its place is found."""
 
-    def __init__(self, constant: str) -> None:
-        self.constant = constant
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
 
 
-# One decoder for every call (json.loads with an argument builds a new one each time).
-_DECODER = json.JSONDecoder(parse_constant=_NonFinite)
+def _refuse(literal: str) -> float:
+    raise _Refused
+
+
+def _finite_float(literal: str) -> float:
+    number = float(literal)
+    if number in (math.inf, -math.inf):
+        raise _Refused
+    return number
+
+
+def _finite_float_or_marker(literal: str) -> float | _NonFinite:
+    number = float(literal)
+    return _NonFinite(literal) if number in (math.inf, -math.inf) else number
+
+
+# One decoder each for every call (json.loads with an argument builds a new one each time): the
+# fast one stops at the first refused number, the slow one reads on to find where it is.
+_DECODER = json.JSONDecoder(parse_constant=_refuse, parse_float=_finite_float)
+_MARKING_DECODER = json.JSONDecoder(parse_constant=_NonFinite, parse_float=_finite_float_or_marker)
+# A lone surrogate reaches a decoded string only through a `\\uXXXX` escape (strictly decoded
+# UTF-8 and UTF-16 cannot carry one), so strings are only walked when the text has such an escape
+# (or a surrogate itself, in text decoded elsewhere).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def strict_loads(raw: bytes | str) -> Json:
-    """`json.loads`, refusing what standard JSON does not have: NaN, Infinity, -Infinity
-    (NonFiniteNumber, a ValueError, with where the first one is)."""
-    text = raw.decode(json.detect_encoding(raw), "surrogatepass") if isinstance(raw, bytes) else raw
-    value = _DECODER.decode(text)
-    # Only then is the tree walked, and only when such a word is in the text at all.
-    if any(word in text for word in ("NaN", "Infinity")):
-        found = _path_to_non_finite(value)
-        if found is not None:
-            raise NonFiniteNumber(*found)
+    """`json.loads`, refusing what no database stores: NaN, Infinity, -Infinity and numbers
+    that overflow to them (NonFiniteNumber), and strings or keys with a lone surrogate
+    (LoneSurrogate), each a ValueError saying where the first one is."""
+    if isinstance(raw, bytes):
+        encoding = json.detect_encoding(raw)
+        try:
+            text = raw.decode(encoding)
+            suspect = "\\ud" in text or "\\uD" in text
+        except UnicodeDecodeError:
+            # An encoded surrogate, as JSON's own reader would take it; other bytes that are
+            # not text still fail here (a ValueError, as for any text that is not JSON).
+            text = raw.decode(encoding, "surrogatepass")
+            suspect = True
+    else:
+        text = raw
+        suspect = _SURROGATE_ESCAPE.search(text) is not None
+    try:
+        value = _DECODER.decode(text)
+    except _Refused:
+        value = _MARKING_DECODER.decode(text)
+        suspect = True
+    if suspect:
+        _refuse_first(value)
     return value
 
 
-def _path_to_non_finite(value: Json) -> tuple[str, Path] | None:
+def _refuse_first(value: Json) -> None:
+    """Raise for the first refused number or lone surrogate in `value`, in document order."""
     stack: list[tuple[Json, Path]] = [(value, [])]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, _NonFinite):
-            return node.constant, path
-        if isinstance(node, dict):
+        if isinstance(node, str):
+            if not _is_text(node):
+                raise LoneSurrogate(path, value)
+        elif isinstance(node, _NonFinite):
+            raise NonFiniteNumber(node.literal, path, value)
+        elif isinstance(node, dict):
+            for key in node:
+                if not _is_text(key):
+                    raise LoneSurrogate([*path, key.encode("utf-8", "replace").decode()], value)
             stack.extend((child, [*path, key]) for key, child in reversed(node.items()))
         elif isinstance(node, list):
             stack.extend((node[index], [*path, index]) for index in reversed(range(len(node))))
-    return None
+
+
+def _is_text(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_json(raw: bytes | str, *, what: str) -> Json:
-    """`raw` parsed; a 400 for text that is not JSON, a 422 for JSON nested too deep or
-    holding a number JSON does not have (NaN, Infinity).
+    """`raw` parsed; a 400 for text that is not JSON, a 422 for JSON nested too deep, holding a
+    number no database stores (NaN, Infinity, 1e400) or a lone surrogate, naming where.
 
     `what` names the input in the sentence ("hook input", "request body", "frame").
     """
@@ -100,22 +188,56 @@ def load_json(raw: bytes | str, *, what: str) -> Json:
     except RecursionError:
         raise too_deep(what, []) from None
     except NonFiniteNumber as error:
-        shown = ".".join(str(part) for part in error.path)
-        where = f" at {shown}" if shown else ""
-        raise ServiceError(
-            "non_finite_number",
-            f"The {what} holds {error.constant}{where}, which is not a JSON number; "
-            "send a finite number or null.",
-            detail=[
-                {"loc": ["body", *error.path], "msg": f"{error.constant} is not a JSON number"}
-            ],
-        ) from None
+        raise non_finite(what, error) from None
+    except LoneSurrogate as error:
+        raise lone_surrogate(what, error) from None
     except ValueError:
         raise ServiceError("malformed_json", f"The {what} is not valid JSON.", status=400) from None
     path = too_deep_at(value)
     if path is not None:
         raise too_deep(what, path)
     return value
+
+
+def non_finite(what: str, error: NonFiniteNumber) -> RefusedJson:
+    where = _where(error.path)
+    if not error.overflows:
+        return RefusedJson(
+            "non_finite_number",
+            f"The {what} holds {error.literal}{where}, which is not a JSON number; "
+            "send a finite number or null.",
+            detail=[{"loc": ["body", *error.path], "msg": f"{error.literal} is not a JSON number"}],
+            document=error.document,
+        )
+    # A literal can be hundreds of digits long: the sentence shows its start.
+    shown = error.literal if len(error.literal) <= 24 else f"{error.literal[:20]}…"
+    return RefusedJson(
+        "non_finite_number",
+        f"The {what} holds {shown}{where}, a number beyond the range of a 64-bit float; "
+        "send a smaller number or null.",
+        detail=[{"loc": ["body", *error.path], "msg": "is beyond the range of a 64-bit float"}],
+        document=error.document,
+    )
+
+
+def lone_surrogate(what: str, error: LoneSurrogate) -> RefusedJson:
+    return RefusedJson(
+        "validation_error",
+        f"The {what} holds a lone surrogate{_where(error.path)} (half of a UTF-16 pair, "
+        "such as \\ud800), which is not text; send valid Unicode.",
+        detail=[
+            {
+                "loc": ["body", *error.path],
+                "msg": "must be valid Unicode: it holds a lone surrogate such as \\ud800",
+            }
+        ],
+        document=error.document,
+    )
+
+
+def _where(path: Path) -> str:
+    shown = ".".join(str(part) for part in path)
+    return f" at {shown}" if shown else ""
 
 
 def too_deep_at(value: Json, limit: int = MAX_JSON_DEPTH) -> Path | None:

@@ -81,9 +81,42 @@ def marker(kind: str) -> str:
 
 # --- what may hold a secret ---------------------------------------------------------------------
 
+# Commands that take a password after a short option of their own, with that option as far
+# as the value (`mysql -pSECRET`, `sshpass -p SECRET`, `docker login -p SECRET`). The same
+# options of other commands (`ssh -p 2222`, `ls -a`) are not credentials.
+_PASSWORD_OPTIONS = (
+    (r"mysql(?:dump|admin|import|check|sh|slap|binlog)?|mariadb(?:-\w+)?", "-p"),
+    (r"7z[az]?|rar|unrar", "-p"),
+    (r"sshpass", r"-p[ \t]*"),
+    (r"redis-cli|keydb-cli", r"-a[ \t]+"),
+    (r"mongo(?:sh|dump|restore|export|import|stat|top)?", r"-p[ \t]+"),
+    (r"sqlcmd|bcp|isql", r"-P[ \t]*"),
+    (r"ldap(?:search|add|modify|delete|passwd|whoami|compare|modrdn)", r"-w[ \t]+"),
+    (r"zip|unzip|zipcloak", r"-P[ \t]+"),
+    # `docker login`, `podman login`, `oc login`, `az login`, `helm registry login`…
+    (r"login", r"-p[ \t]+"),
+    (r"openssl", r"-pass(?:in|out)?[ \t]+pass:"),
+)
+# Each command as a word, then anything but the end of its simple command, then its option.
+_PASSWORD_COMMANDS = "|".join(
+    rf"(?<![\w.-])(?:{command})(?=[ \t])[^\n;&|]{{0,400}}?[ \t]{option}(?=[^\s-])"
+    for command, option in _PASSWORD_OPTIONS
+)
+_PASSWORD_TRIGGER = re.compile(_PASSWORD_COMMANDS)
+# Words one of those commands holds: only a text with one is searched for them.
+_PASSWORD_COMMAND_WORDS = (
+    "mysql", "mariadb", "7z", "rar", "sshpass", "redis-cli", "keydb-cli", "mongo", "sqlcmd",
+    "bcp", "isql", "ldap", "zip", "login", "openssl",
+)  # fmt: skip
+# `curl -u user:secret`, `--user=user:secret`, `http -a user:secret`: a basic-auth pair's
+# option (its `-` first and its look-behind after, so a search skips to each `-`).
+_PAIR_OPTION = r"-(?<![\w-]-)(?P<option>u|-user|-proxy-user|a|-auth)(?:=|[ \t]*)"
+_PAIR_TRIGGER = re.compile(_PAIR_OPTION + r"[\"']?[^\s:\"']{0,200}:")
+
 # Anything a detector below could report starts near one of these: a secret-sounding word or
-# assignment, a URL with a user part, a private key's header, or a long run of token characters
-# (checked further in `_is_trigger`). Most texts hold none, and pass with this one search.
+# assignment, a URL with a user part, a private key's header, a long run of token characters
+# (checked further in `_is_trigger`), or a credential's option on a command line (`curl -u`,
+# `mysql -p`). Most texts hold none, and pass with this one search.
 _TRIGGER = re.compile(
     r"(?i:passw|passphrase|pass[\"']?\s*[=:]|pwd[\"']?\s*[=:]|key[\"'\]]?\s*[=:]|api.?key"
     r"|secret|token|authoriz|auth[\"']?\s*[=:]|bearer|credential|creds|aws|hooks\.slack)"
@@ -189,6 +222,17 @@ _OPTION = re.compile(
     r"(?<![\w-])--(?P<name>[A-Za-z][\w-]{0,60})[ \t]+"
     r"(?P<value>[^\s\"'`,;&|<>(){}\[\]-][^\s\"'`;&|<>]{0,500})"
 )
+# A command-line argument: quoted whole, or unquoted to the end of its word.
+_ARGUMENT = r"(?P<arg>'[^'\n]{1,500}'|\"[^\"\n]{1,500}\"|[^\s\"'`;&|<>()]{1,500})"
+_USER_PAIR = re.compile(_PAIR_OPTION + _ARGUMENT)
+_PASSWORD_OPTION = re.compile(rf"(?:{_PASSWORD_COMMANDS}){_ARGUMENT}")
+# The programs whose -u/--user and -a/--auth take `user:password` (elsewhere, as in
+# `docker run -u 1000:1000` or `rsync -a host:path`, the pair is seldom one).
+_HTTP_CLIENT = re.compile(r"(?<![\w.-])(?:curl|curlie|wget|http|https|xh|xhs)(?![\w.:/-])")
+# A user or group name (`www-data`): what `-u user:group` holds outside an HTTP client.
+_NAME_LIKE = re.compile(r"[a-z_][a-z_-]*")
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9_.+/=-]{20,500}")
+_PIECE_SEPARATOR = re.compile(r"[/._-]")
 # A private key, whole: from its header to its footer (or, cut off, to the end of the text).
 _PEM_BLOCK = re.compile(
     r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
@@ -297,6 +341,29 @@ def looks_random(value: str) -> bool:
     return worded * 2 < len(value)
 
 
+# The last word of an environment variable or a header that may hold a secret (`MAILGUN_KEY`,
+# `NPM_AUTH`, `GH_PAT`, but also `SORT_KEY`), with the kind its value is when it looks like a token.
+_MAYBE_SECRET_WORDS = {"key": "api-key", "auth": "credentials", "pat": "token"}
+_MAYBE_SECRET_ENDINGS = tuple(_MAYBE_SECRET_WORDS)
+
+
+def _looks_like_token(value: str) -> bool:
+    """Twenty token characters or more around a body of sixteen or more, with letters and
+    three digits or more, mostly not words, not a UUID or a sequence: a credential's look,
+    though not always random enough for `looks_random` (a Twilio auth token is hex). A path
+    (`uploads/2024/03/a.png`) or a slug (`v2_users_list_2024`) is made of shorter pieces."""
+    if not _TOKEN_LIKE.fullmatch(value) or not _HAS_LETTER.search(value):
+        return False
+    if sum(char.isdigit() for char in value) < 3 or is_potential_uuid(value):
+        return False
+    if max(len(piece) for piece in _PIECE_SEPARATOR.split(value)) < 16:
+        return False
+    if is_sequential_string(value):
+        return False
+    worded = sum(len(run) for run in _LOWER_RUN.findall(value))
+    return worded * 2 < len(value)
+
+
 # --- finding ------------------------------------------------------------------------------------
 
 
@@ -346,6 +413,8 @@ def _plugin_findings(plugin: BasePlugin, text: str) -> Iterator[tuple[int, int]]
                 # Some patterns take the character before and after the token with them.
                 stripped = value.strip(" \t\"'=:")
                 start += value.index(stripped) if stripped else 0
+                # npm's pattern ends in `.+`: the rest of the line, the commands after a token.
+                stripped = stripped.split(None, 1)[0].rstrip("\"'") if stripped else stripped
                 end = start + len(stripped)
                 if len(stripped) < 8 or MARKER_PREFIX in stripped:
                     continue
@@ -380,6 +449,7 @@ def _scan(text: str, offset: int) -> Iterator[Finding]:
             start, end = found.span("value")
             yield Finding(offset + start, offset + end, "token", _HEADER)
     yield from _assignments(text, offset)
+    yield from _command_line(text, offset)
     for value in _KEYWORD.analyze_string(text):
         if len(value) >= 4 and MARKER_PREFIX not in value and not _REFERENCE.search(value):
             for at in _occurrences(text, value):
@@ -398,7 +468,10 @@ def _assignments(text: str, offset: int) -> Iterator[Finding]:
         for found in pattern.finditer(text):
             name = found.group("name")
             kind = secret_name_kind(name)
-            if kind is None:
+            maybe = None
+            if kind is None and _may_name_a_secret(name, found):
+                maybe = _MAYBE_SECRET_WORDS.get(_WORDS.findall(name)[-1].lower())
+            if kind is None and maybe is None:
                 continue
             value, start, end = found.group("value"), found.start("value"), found.end("value")
             quoted = value[0] in "\"'`"
@@ -406,9 +479,94 @@ def _assignments(text: str, offset: int) -> Iterator[Finding]:
                 value, start, end = value[1:-1], start + 1, end - 1
             elif end < len(text) and text[end] in "([":
                 continue  # a call or a subscript: `password=getpass()`, `os.environ["X"]`
+            if maybe is not None:
+                if _looks_like_token(value) and MARKER_PREFIX not in value:
+                    yield Finding(offset + start, offset + end, maybe, _NAMED)
+                continue
             strict = not quoted and (pattern is _OPTION or found.group("op") == ":")
             if _value_is_secret(value, name=name, strict=strict):
                 yield Finding(offset + start, offset + end, kind, _NAMED)
+
+
+def _may_name_a_secret(name: str, found: re.Match[str]) -> bool:
+    """An environment variable or a header whose name ends as a secret's may hold one
+    (`MAILGUN_KEY=`, `Ocp-Apim-Subscription-Key: `); a variable in code seldom does
+    (`idempotency_key = "toolu_01…"`)."""
+    return (
+        (name.isupper() or "-" in name)
+        and name.lower().endswith(_MAYBE_SECRET_ENDINGS)
+        and found.re is _ASSIGNMENT
+        and found.group("op") in {"=", ":"}
+    )
+
+
+def _command_line(text: str, offset: int) -> Iterator[Finding]:
+    """A basic-auth pair's password (`curl -u user:secret`; the user is kept unless it is the
+    key itself, as in `curl -u sk_live_…:`), and a password given to a command's own option
+    (`mysql -pSECRET`, `sshpass -p SECRET`, `docker login -p SECRET`)."""
+    pairs = _USER_PAIR.finditer(text) if _may_hold_pair(text) else ()
+    for found in pairs:
+        arg, start = found.group("arg"), found.start("arg")
+        if arg[0] in "\"'":
+            arg, start = arg[1:-1], start + 1
+        # A user redacted already (`[redacted:twilio-key]:…`) has a colon of its own.
+        colon = arg.find(":", arg.find("]") + 1 if arg.startswith(MARKER_PREFIX) else 0)
+        if colon < 0:
+            continue
+        user, value = arg[:colon], arg[colon + 1 :]
+        http = _sent_by_http_client(text, found.start())
+        if found.group("option") == "a" and not http:
+            continue
+        if value and _pair_value_is_secret(user, value, http=http):
+            at = start + len(user) + 1
+            yield Finding(offset + at, offset + at + len(value), "password", _HEADER)
+        elif not value and http and _looks_like_token(user) and MARKER_PREFIX not in user:
+            yield Finding(offset + start, offset + start + len(user), "api-key", _HEADER)
+    options = _PASSWORD_OPTION.finditer(text) if _may_hold_password_option(text) else ()
+    for found in options:
+        value, start, end = found.group("arg"), found.start("arg"), found.end("arg")
+        if value[0] in "\"'":
+            value, start, end = value[1:-1], start + 1, end - 1
+        if _value_is_secret(value, name="password", strict=False):
+            yield Finding(offset + start, offset + end, "password", _HEADER)
+
+
+def _sent_by_http_client(text: str, at: int) -> bool:
+    """Whether the simple command the option at `at` belongs to is an HTTP client's."""
+    begins = max(text.rfind(separator, 0, at) for separator in ";&|\n(`")
+    return _HTTP_CLIENT.search(text, begins + 1, at) is not None
+
+
+def _pair_value_is_secret(user: str, value: str, *, http: bool) -> bool:
+    """Whether the second half of `user:value` is a password: any value given to an HTTP
+    client; elsewhere (`docker run -u app:www-data`, `rsync -u host:/srv`) only one that looks
+    like a password, not a group's name, a number or a path."""
+    if value == user or value[0] in "/~." or MARKER_PREFIX in value or _REFERENCE.search(value):
+        return False
+    if http:
+        return _value_is_secret(value, name="password", strict=False)
+    return _value_is_secret(value, name="password", strict=True) and not _NAME_LIKE.fullmatch(value)
+
+
+def _command_line_triggers(text: str) -> Iterator[re.Match[str]]:
+    """A credential's options on a command line (`curl -u user:`, `mysql … -p`), searched for
+    only in a text with a word that one holds: most commands have none."""
+    if _may_hold_pair(text):
+        yield from _PAIR_TRIGGER.finditer(text)
+    if _may_hold_password_option(text):
+        yield from _PASSWORD_TRIGGER.finditer(text)
+
+
+def _may_hold_pair(text: str) -> bool:
+    # Every option of _PAIR_OPTION holds `-u` or `-a`.
+    return ":" in text and ("-u" in text or "-a" in text)
+
+
+def _may_hold_password_option(text: str) -> bool:
+    if not ("-p" in text or "-a" in text or "-P" in text or "-w" in text):
+        return False
+    lowered = text.lower()
+    return any(word in lowered for word in _PASSWORD_COMMAND_WORDS)
 
 
 def _windows(text: str, skip: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
@@ -416,8 +574,12 @@ def _windows(text: str, skip: list[tuple[int, int]]) -> Iterator[tuple[int, int]
     from OVERLAP characters before it to at most WINDOW after; merged, then cut into
     overlapping windows of at most WINDOW characters. Every search here is bounded too."""
     spans: list[tuple[int, int]] = []
-    for found in _TRIGGER.finditer(text):
-        if not _is_trigger(found) or any(a <= found.start() < b for a, b in skip):
+    triggers = [found for found in _TRIGGER.finditer(text) if _is_trigger(found)]
+    command_line = list(_command_line_triggers(text))
+    if command_line:
+        triggers = sorted(triggers + command_line, key=lambda found: found.start())
+    for found in triggers:
+        if any(a <= found.start() < b for a, b in skip):
             continue
         low = max(0, found.start() - OVERLAP)
         start = max(low, text.rfind("\n", low, found.start()) + 1)
@@ -491,7 +653,10 @@ def _may_hold_secret(text: str) -> bool:
     lowered = text.lower()
     if any(word in lowered for word in _TRIGGER_WORDS):
         return True
-    return any(_is_run_trigger(run.group()) for run in _RUN.finditer(text))
+    if any(_is_run_trigger(run.group()) for run in _RUN.finditer(text)):
+        return True
+    # Every option of a credential on a command line starts with `-`: most texts have none.
+    return "-" in text and next(_command_line_triggers(text), None) is not None
 
 
 # Short texts found to hold no secret, remembered: an agent sends its whole list again with

@@ -1,7 +1,8 @@
 """OTLP/HTTP as the agents export it: decoding a request and reading usage out of it.
 
 Bodies are decoded with the official OpenTelemetry protobuf classes (`opentelemetry-proto`),
-from protobuf or from JSON (protobuf's own JSON mapping), gzipped or not. What is read:
+from protobuf or from JSON (protobuf's own JSON mapping, read first by the reader every agent
+input crosses, `core.edge.load_json`), gzipped or not. What is read:
 
 - Claude Code's metrics `claude_code.token.usage` (a counter per token `type`: input, output,
   cacheRead, cacheCreation) and `claude_code.cost.usage` (USD), each point named by its series
@@ -40,6 +41,8 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from dashboard.core.edge import load_json
+from dashboard.core.errors import ServiceError
 from dashboard.core.redaction import redact
 from dashboard.core.services import ID_PATTERN
 from dashboard.models import Client
@@ -168,8 +171,13 @@ def parse(signal: Signal, body: bytes, *, content_type: str) -> Message:
             ) from None
         return message
     try:
-        json_format.Parse(body.decode("utf-8"), message, ignore_unknown_fields=True)
-    except (json_format.ParseError, UnicodeDecodeError, RecursionError, ValueError):
+        document = load_json(body, what=f"JSON OTLP {signal.name} export request")
+    except ServiceError as error:
+        # The reader every agent input crosses; OTLP answers any such refusal with a 400.
+        raise BadExport(error.message) from None
+    try:
+        json_format.ParseDict(document, message, ignore_unknown_fields=True)
+    except (json_format.ParseError, RecursionError, ValueError, TypeError):
         raise BadExport(f"The body is not a JSON OTLP {signal.name} export request.") from None
     return message
 

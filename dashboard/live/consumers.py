@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from dashboard.board import selectors
 from dashboard.core import reader
 from dashboard.core.changes import Outcome
-from dashboard.core.edge import load_json
+from dashboard.core.edge import RefusedJson, load_json
 from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
 from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_note
 from dashboard.core.security import public_url, scope_header, scope_is_secure
@@ -257,9 +257,12 @@ class AgentConsumer(Consumer):
             return
         frame_id = None
         try:
-            raw = self._parse(text_data, bytes_data)
-            if isinstance(raw.get("id"), str | int) and not isinstance(raw.get("id"), bool):
-                frame_id = raw["id"]
+            try:
+                raw = self._parse(text_data, bytes_data)
+            except RefusedJson as refused:
+                frame_id = _frame_id(refused.document)
+                raise
+            frame_id = _frame_id(raw)
             if raw.get("type") not in FRAME_TYPES:
                 raise ServiceError(
                     "unknown_frame_type",
@@ -431,6 +434,12 @@ class AgentConsumer(Consumer):
 
     async def _send_json(self, payload: dict) -> None:
         await self.send(text_data=_json_text(payload))
+
+
+def _frame_id(raw: object) -> str | int | None:
+    """The id a frame gave itself, to answer it by (a refused frame too, when it was read)."""
+    frame_id = raw.get("id") if isinstance(raw, dict) else None
+    return frame_id if isinstance(frame_id, str | int) and not isinstance(frame_id, bool) else None
 
 
 def _json_text(payload: dict) -> str:

@@ -8,6 +8,12 @@ AGENTBOARD_OIDC_ADMIN_GROUP (when set) an admin, and its absence takes that away
 manages the memberships it gave: they go when the group goes, at the next sign-in. A
 membership an admin gave by hand is the admin's: the provider neither changes nor removes it.
 Groups that name no team are ignored (admins make teams; a group does not).
+
+Who is who: the provider's subject, never an e-mail address. Only with
+AGENTBOARD_OIDC_LINK_BY_EMAIL does a first sign-in take over an account made before single
+sign-on, and only the one account that has the verified address; when more than one account
+has it, or the one that has it is someone else's at a provider, the sign-in is refused (it
+cannot tell which account is theirs, and a second account would split their history).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from django.utils import timezone
 
 from dashboard.core.audit import Via, audit, via_request
 from dashboard.core.changes import Changes, Outcome
+from dashboard.core.errors import ServiceError
 from dashboard.models import AuditAction, Membership, Team, TeamRole
 from dashboard.sso.models import GroupMembership, Identity
 
@@ -38,6 +45,15 @@ REVIEWERS_SUFFIX = ":reviewers"
 MAX_GROUPS = 200
 GROUP_CHARS = Team._meta.get_field("name").max_length + len(REVIEWERS_SUFFIX)
 _USERNAME_CHARS = re.compile(r"[^\w.@+-]")
+
+
+class SignInRefused(ServiceError):
+    """A sign-in through the provider that cannot complete: `message` is the one sentence the
+    person reads (what went wrong, what to do), `why` what the audit log keeps."""
+
+    def __init__(self, message: str, *, why: str) -> None:
+        super().__init__("sign_in_refused", message, status=400)
+        self.why = why
 
 
 def plain_text(value: object, limit: int) -> str:
@@ -127,20 +143,43 @@ def _account(issuer: str, claims: Claims) -> tuple[AbstractUser, Identity]:
     )
     if identity is not None:
         return identity.user, identity
-    users = get_user_model().objects
-    # An account made before single sign-on is taken over only on an address the provider
-    # says it verified, and only if exactly one account has it and none is linked yet.
-    user = None
-    if claims.email and claims.email_verified:
-        matches = list(users.filter(email__iexact=claims.email, sso_identity__isnull=True)[:2])
-        if len(matches) == 1:
-            user = matches[0]
+    user = _account_with_address(claims) if settings.AGENTBOARD_OIDC_LINK_BY_EMAIL else None
     if user is None:
-        user = users.create_user(username=_free_username(claims), email=claims.email)
+        user = get_user_model().objects.create_user(
+            username=_free_username(claims), email=claims.email
+        )
         user.set_unusable_password()
         user.save(update_fields=["password"])
     identity = Identity.objects.create(user=user, issuer=issuer, subject=claims.subject)
     return user, identity
+
+
+def _account_with_address(claims: Claims) -> AbstractUser | None:
+    """The account made before single sign-on that this person's first sign-in takes over: the
+    only account with the address the provider says it verified. None when no account has it."""
+    if not (claims.email and claims.email_verified):
+        return None
+    matches = list(get_user_model().objects.filter(email__iexact=claims.email).order_by("pk")[:3])
+    if not matches:
+        return None
+    if len(matches) > 1:
+        count = "more than two" if len(matches) > 2 else "two"
+        raise SignInRefused(
+            f"More than one Agentboard account has the address {claims.email}, so the one that "
+            "is yours is not known and nobody was signed in; ask an admin to leave the address "
+            "on your account only, then sign in again.",
+            why=f"Not linked by e-mail: {count} accounts have the address {claims.email}.",
+        )
+    (match,) = matches
+    if Identity.objects.filter(user=match).exists():
+        raise SignInRefused(
+            f"The Agentboard account with the address {claims.email} belongs to someone else "
+            "who signs in with the provider, so nobody was signed in; ask an admin to change the "
+            "address on that account, then sign in again.",
+            why=f"Not linked by e-mail: {match.get_username()}, the account with the address "
+            f"{claims.email}, is another subject's.",
+        )
+    return match
 
 
 def _teams_named(groups: tuple[str, ...]) -> dict[str, Team]:

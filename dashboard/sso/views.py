@@ -7,11 +7,9 @@ import logging
 from typing import Any
 from urllib.parse import urlencode
 
-import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -22,7 +20,7 @@ from dashboard.core.audit import audit, via_request
 from dashboard.models import AuditAction
 from dashboard.sso import provider
 from dashboard.sso.backend import library_setting
-from dashboard.sso.services import SURFACE, plain_text
+from dashboard.sso.services import SURFACE, SignInRefused, plain_text
 
 logger = logging.getLogger(__name__)
 
@@ -128,12 +126,22 @@ class SsoCallback(oidc_views.OIDCAuthenticationCallbackView):
                 400,
                 f"{name} answered {error}: {text}",
             )
+        elif "code" in request.GET and not self._started_here(request.GET.get("state")):
+            # The library would answer Django's bare 400 (a state it never issued) or its
+            # page for an inactive account.
+            return failed(
+                request,
+                f"This answer from {name} belongs to no sign-in started in this browser, or to "
+                "one that finished already, so nobody was signed in; start again from the login "
+                "page.",
+                status=400,
+                why="The answer's state is not one this browser is waiting for (replayed, or "
+                "started elsewhere).",
+            )
         try:
             return super().get(request)
-        except SuspiciousOperation as error:
-            reason = str(error)
-        except jwt.PyJWTError as error:
-            reason = f"The ID token was refused: {error}."
+        except SignInRefused as error:
+            refusal = error
         except requests.RequestException as error:
             logger.warning("Single sign-on: %s did not answer: %s", configured.issuer, error)
             return failed(
@@ -143,14 +151,12 @@ class SsoCallback(oidc_views.OIDCAuthenticationCallbackView):
                 status=502,
                 why=f"{configured.issuer} did not answer ({type(error).__name__}).",
             )
-        logger.warning("Single sign-on refused: %s", reason)
-        return failed(
-            request,
-            f"The answer from {name} could not be trusted, so nobody was signed in; start again "
-            "from the login page.",
-            status=400,
-            why=reason,
-        )
+        logger.warning("Single sign-on refused: %s", refusal.why)
+        return failed(request, refusal.message, status=400, why=refusal.why)
+
+    def _started_here(self, state: str | None) -> bool:
+        states = self.request.session.get("oidc_states")
+        return bool(state) and isinstance(states, dict) and state in states
 
     def login_failure(self) -> HttpResponse:
         if getattr(self, "failure", None):

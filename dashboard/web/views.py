@@ -298,6 +298,11 @@ TOKEN_LABEL_LENGTH = AgentToken._meta.get_field("label").max_length
 # of them).
 SettingsSection = Callable[[AbstractBaseUser], dict[str, Any]]
 SETTINGS_SECTIONS: list[SettingsSection] = []
+# What an account single sign-on made (it has no password here) reads instead of a way to
+# change its password.
+SIGNS_ON_ELSEWHERE = (
+    "You sign in with single sign-on: your password is your identity provider's, changed there."
+)
 
 
 def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
@@ -315,6 +320,7 @@ def settings_page(request: HttpRequest, **extra: object) -> HttpResponse:
         "auto_mode_refusals": InboxChoice.objects.filter(
             user=request.user, auto_mode_refusals=True
         ).exists(),
+        "signs_on_elsewhere": SIGNS_ON_ELSEWHERE,
     }
     for section in SETTINGS_SECTIONS:
         context.update(section(request.user))
@@ -369,6 +375,18 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
 class PasswordChange(auth_views.PasswordChangeView):
     template_name = "registration/password_change_form.html"
     success_url = reverse_lazy("settings")
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # An account made by single sign-on has no password here to change (its form could
+        # never be right); the person is told where theirs is.
+        if request.user.is_authenticated and not request.user.has_usable_password():
+            messages.info(
+                request,
+                "Your account has no Agentboard password to change: it signs in with single "
+                "sign-on.",
+            )
+            return redirect("settings")
+        return super().dispatch(request, *args, **kwargs)
 
     def form_valid(self, form: object) -> HttpResponse:
         messages.success(self.request, "Your password was changed.")

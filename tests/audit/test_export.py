@@ -23,6 +23,7 @@ from django.utils import timezone
 from dashboard.asgi import application
 from dashboard.audit import selectors
 from dashboard.models import AuditAction, AuditEntry
+from tests.audit.conftest import history
 from tests.conftest import parse_html
 from tests.dashboard.test_reviewer_stack import signed_in as cookie_of
 
@@ -33,7 +34,7 @@ CHUNK = 25
 def recorded(count: int, *, project: str = "shop", at: datetime | None = None) -> None:
     """`count` permission answers, a second apart, the newest at `at` (now by default)."""
     newest = at or timezone.now()
-    AuditEntry.objects.bulk_create(
+    history(
         AuditEntry(
             at=newest - timedelta(seconds=n),
             actor_name="sam",
@@ -206,19 +207,23 @@ def test_the_project_filter_shows_and_exports_only_that_projects_entries(reviewe
 
 @pytest.mark.django_db
 def test_the_date_filter_keeps_whole_days_and_its_export_the_same_entries(reviewer):
-    for day in ("2026-11-01", "2026-11-02", "2026-11-03"):
-        AuditEntry.objects.create(
-            at=noon(day), actor_name="sam", action=AuditAction.TOKEN_CREATED, summary=day
-        )
-    # The last minute of the 2nd, and the first of the 3rd.
-    AuditEntry.objects.create(
-        at=noon("2026-11-02") + timedelta(hours=11, minutes=59), actor_name="sam",
-        action=AuditAction.TOKEN_REVOKED, summary="late on the 2nd",
-    )  # fmt: skip
-    AuditEntry.objects.create(
-        at=noon("2026-11-03") - timedelta(hours=12), actor_name="sam",
-        action=AuditAction.TOKEN_REVOKED, summary="midnight of the 3rd",
-    )  # fmt: skip
+    history([
+        *(
+            AuditEntry(
+                at=noon(day), actor_name="sam", action=AuditAction.TOKEN_CREATED, summary=day
+            )
+            for day in ("2026-11-01", "2026-11-02", "2026-11-03")
+        ),
+        # The last minute of the 2nd, and the first of the 3rd.
+        AuditEntry(
+            at=noon("2026-11-02") + timedelta(hours=11, minutes=59), actor_name="sam",
+            action=AuditAction.TOKEN_REVOKED, summary="late on the 2nd",
+        ),
+        AuditEntry(
+            at=noon("2026-11-03") - timedelta(hours=12), actor_name="sam",
+            action=AuditAction.TOKEN_REVOKED, summary="midnight of the 3rd",
+        ),
+    ])  # fmt: skip
     lead = signed_in(reviewer)
 
     only_the_2nd = "since=2026-11-02&until=2026-11-02"

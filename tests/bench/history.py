@@ -136,6 +136,7 @@ REQUEST_SURFACES = (("inbox", 0.5), ("board", 0.4), ("inbox, several at once", 0
 AUDIT_COLUMNS = (
     "id", "at", "actor_id", "actor_name", "rule", "action", "session_id", "session_key",
     "project_id", "project_name", "team_id", "about", "summary", "surface", "address",
+    "number", "digest",
 )  # fmt: skip
 
 
@@ -1021,6 +1022,8 @@ class Generator:
 
     def make_audit(self) -> None:
         """Every entry gathered, oldest first, as `dashboard.core.audit` stores them."""
+        from dashboard.models import AuditEntry
+
         self.make_sign_ins()
         self.make_tokens()
         self.make_rules()
@@ -1028,15 +1031,28 @@ class Generator:
         table = self.output.table("dashboard_auditentry", AUDIT_COLUMNS)
         pk = self.output.next_id("dashboard_auditentry")
         self.audits.sort(key=lambda draft: draft.at)
+        # Chained as `AuditEntry.chain` chains, after whatever the log holds already.
+        head = AuditEntry.objects.order_by("number").last()
+        number, previous = (head.number, head.digest) if head is not None else (0, "")
         for draft in self.audits:
             session, actor = draft.session, draft.actor
             project = session.project if session is not None else draft.project
+            number += 1
+            entry = AuditEntry(
+                at=draft.at, actor_id=actor.pk if actor else None,
+                actor_name=actor.username if actor else "", rule="", action=draft.action,
+                session_id=session.pk if session else None,
+                session_key=session.session_id if session else "", project_id=project,
+                project_name=names.get(project, "") if project else "", team_id=None,
+                about=draft.about[:60], summary=draft.summary, surface=draft.surface,
+                address=actor.address if actor else None, number=number,
+            )  # fmt: skip
+            entry.digest = previous = entry.digest_after(previous)
             table.add((
-                pk, self.at(draft.at), actor.pk if actor else None,
-                actor.username if actor else "", "", draft.action,
-                session.pk if session else None, session.session_id if session else "",
-                project, names.get(project, "") if project else "", None, draft.about[:60],
-                draft.summary, draft.surface, actor.address if actor else None,
+                pk, self.at(entry.at), entry.actor_id, entry.actor_name, entry.rule,
+                entry.action, entry.session_id, entry.session_key, entry.project_id,
+                entry.project_name, entry.team_id, entry.about, entry.summary, entry.surface,
+                entry.address, entry.number, entry.digest,
             ))  # fmt: skip
             pk += 1
         self.count("audit entries", len(self.audits))

@@ -13,10 +13,12 @@ class Secret(NamedTuple):
     value: str
     # The value as an agent would send it: in a command, a config line, a header.
     text: str
+    # Parts of the text that are not secret and must stay readable: the command, its account.
+    kept: tuple[str, ...] = ()
 
 
-def _secret(kind: str, value: str, text: str) -> Secret:
-    return Secret(kind, value, text.replace("{}", value))
+def _secret(kind: str, value: str, text: str, *kept: str) -> Secret:
+    return Secret(kind, value, text.replace("{}", value), kept)
 
 
 PEM_BODY = (
@@ -161,6 +163,161 @@ SECRETS: list[Secret] = [
     _secret("huggingface-token", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "HF_TOKEN={}"),
 ]
 
+# Credentials on a command line, of vendors whose token has no format of its own: the secret
+# goes, the command and the account stay readable.
+COMMAND_LINE: list[Secret] = [
+    _secret(
+        "password",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "curl -X POST https://api.twilio.com/2010-04-01/Accounts.json"
+        " -u ACa1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6:{} --data-urlencode 'FriendlyName=ci'",
+        "curl -X POST https://api.twilio.com/2010-04-01/Accounts.json -u ",
+        " --data-urlencode 'FriendlyName=ci'",
+    ),
+    _secret(
+        "password",
+        "11e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7",
+        "curl --user admin:{} -X POST https://ci.acme.dev/job/api/build",
+        "curl --user admin:",
+        " -X POST https://ci.acme.dev/job/api/build",
+    ),
+    _secret(
+        "password",
+        "ATATT3xFfGF0Zq7Lm2Pw9Xv4Kd8Rt3Yh6Jd5Fg0AbC",
+        "curl -u dev@acme.dev:{} -H 'Accept: application/json' "
+        "https://acme.atlassian.net/rest/api/3/myself",
+        "curl -u dev@acme.dev:",
+        " -H 'Accept: application/json' https://acme.atlassian.net/rest/api/3/myself",
+    ),
+    _secret(
+        "password",
+        "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+        "curl -s --user 'api:{}' https://api.mailgun.net/v3/mg.acme.dev/messages -F to=a@acme.dev",
+        "curl -s --user 'api:",
+        "' https://api.mailgun.net/v3/mg.acme.dev/messages -F to=a@acme.dev",
+    ),
+    _secret(
+        "api-key",
+        "api_6Zq7Lm2Pw9Xv4Kd8Rt3Yh6Jd5Fg0AbC",
+        "curl -u {}: https://api.close.com/api/v1/me/",
+        "curl -u ",
+        ": https://api.close.com/api/v1/me/",
+    ),
+    _secret(
+        "password",
+        "Rg7kP2vQ9x-Wn4",
+        "http -a ci:{} POST https://registry.acme.dev/api/tags name=v2",
+        "http -a ci:",
+        " POST https://registry.acme.dev/api/tags name=v2",
+    ),
+    _secret(
+        "password",
+        "S3cure_Db_2024",
+        "mysql -h db.internal -u root -p{} app < dump.sql",
+        "mysql -h db.internal -u root -p",
+        " app < dump.sql",
+    ),
+    _secret(
+        "password",
+        "Deploy#Pw-7731",
+        "sshpass -p '{}' ssh deploy@10.0.4.7 'systemctl restart api'",
+        "sshpass -p '",
+        "' ssh deploy@10.0.4.7 'systemctl restart api'",
+    ),
+    _secret(
+        "password",
+        "Rg9vKq2LmX7pT4wZ",
+        "docker login -u ci-bot -p {} registry.acme.dev",
+        "docker login -u ci-bot -p ",
+        " registry.acme.dev",
+    ),
+    _secret(
+        "password",
+        "R3dis!Auth-42",
+        "redis-cli -h cache.internal -a {} FLUSHALL",
+        "redis-cli -h cache.internal -a ",
+        " FLUSHALL",
+    ),
+    _secret(
+        "password",
+        "Str0ng!Sa-Pw-2024",
+        "sqlcmd -S db.acme.dev -U sa -P '{}' -Q 'SELECT 1'",
+        "sqlcmd -S db.acme.dev -U sa -P '",
+        "' -Q 'SELECT 1'",
+    ),
+    _secret(
+        "password",
+        "0penssl-Backup-9",
+        "openssl enc -aes-256-cbc -pass pass:{} -in backup.tar -out backup.enc",
+        "openssl enc -aes-256-cbc -pass pass:",
+        " -in backup.tar -out backup.enc",
+    ),
+    _secret(
+        "authorization",
+        "lin_api_Zq7Lm2Pw9Xv4Kd8Rt3Yh6Jd5Fg0AbC12eF",
+        'curl -H "Authorization: {}" https://api.linear.app/graphql',
+        'curl -H "Authorization: ',
+        '" https://api.linear.app/graphql',
+    ),
+    _secret(
+        "api-key",
+        "7b3e9f1a2c4d6e8f0a1b3c5d7e9f2a4b",
+        "curl -H 'DD-API-KEY: {}' https://api.datadoghq.com/api/v1/validate",
+        "curl -H 'DD-API-KEY: ",
+        "' https://api.datadoghq.com/api/v1/validate",
+    ),
+    _secret(
+        "gitlab-token",
+        "glpat-Zq7Lm2Pw9Xv4Kd8Rt3Yh",
+        "curl --header 'PRIVATE-TOKEN: {}' https://gitlab.acme.dev/api/v4/projects",
+        "curl --header 'PRIVATE-TOKEN: ",
+        "' https://gitlab.acme.dev/api/v4/projects",
+    ),
+    _secret(
+        "api-key",
+        "4c8e2a6f0b3d7e1a5c9f3b7d1e5a9c2f",
+        "curl -H 'Ocp-Apim-Subscription-Key: {}' https://api.cognitive.microsoft.com/bing/v7.0",
+        "curl -H 'Ocp-Apim-Subscription-Key: ",
+        "' https://api.cognitive.microsoft.com/bing/v7.0",
+    ),
+    _secret(
+        "api-key",
+        "pQ8vN3kR7tW2yZ5bX1cM",
+        "SEGMENT_WRITE_KEY={} node track.js",
+        "SEGMENT_WRITE_KEY=",
+        " node track.js",
+    ),
+    _secret(
+        "api-key",
+        "3f9c1b7e2d8a6f3c5b0e9d1a7c2f8e4b",
+        "export ALGOLIA_KEY={} && npm run index",
+        "export ALGOLIA_KEY=",
+        " && npm run index",
+    ),
+    _secret(
+        "token",
+        "Vc7Lm2Pw9Xv4Kd8Rt3Yh6Jd",
+        "env VERCEL_TOKEN={} vercel deploy --prod",
+        "env VERCEL_TOKEN=",
+        " vercel deploy --prod",
+    ),
+    _secret(
+        "api-key",
+        "3b7e4f9a-2c1d-4e8f-a6b5-9d0c7e3f1a2b",
+        "HEROKU_API_KEY={} heroku apps:info -a api",
+        "HEROKU_API_KEY=",
+        " heroku apps:info -a api",
+    ),
+    _secret(
+        "digitalocean-token",
+        "dop_v1_" + "4f9c1b7e2d8a6f3c5b0e9d1a7c2f8e4b" * 2,
+        "doctl auth init -t {} --context ci",
+        "doctl auth init -t ",
+        " --context ci",
+    ),
+]
+SECRETS += COMMAND_LINE
+
 # What agents really write, with nothing secret in it: it must come through unchanged.
 ORDINARY = [
     'pytest tests/api -k "not slow"',
@@ -200,4 +357,25 @@ ORDINARY = [
     "ls -la ~/.ssh/",
     "python manage.py migrate planmode 0004_permission_requests",
     "Investigate why tokenizer_v2 drops the last 512 tokens",
+    # Options that look like a credential's and are not.
+    "git push -u origin feature/login-page",
+    "git push -u origin HEAD:refs/heads/main",
+    "git branch -u origin/main",
+    "docker run --rm -u 1000:1000 -v $PWD:/w -w /w python:3.11 make test",
+    "docker run --user www-data:www-data nginx:1.27",
+    "sort -u names.txt | uniq -c",
+    "ssh -p 2222 deploy@10.0.4.7",
+    "scp -P 2222 dist/app.tar.gz deploy@10.0.4.7:/srv/releases/",
+    "rsync -a deploy:/srv/app/ ./backup",
+    "python -u manage.py runserver 0.0.0.0:8000",
+    "pytest -p no:cacheprovider tests/core",
+    "mysql -h db.internal -u root -p app",
+    "redis-cli -h cache.internal -p 6379 ping",
+    'curl -u "$TWILIO_ACCOUNT_SID:$TWILIO_AUTH_TOKEN" https://api.twilio.com/2010-04-01/Accounts',
+    'docker login -u ci-bot -p "$REGISTRY_TOKEN" registry.acme.dev',
+    "SORT_KEY=name ./report.sh",
+    "CACHE_KEY=v2_users_list_2024_archive",
+    "S3_KEY=uploads/2024/03/report-2024-03-01.png",
+    "IDEMPOTENCY_KEY=123e4567-e89b-12d3-a456-426614174000 ./retry.sh",
+    'idempotency_key = "toolu_01Xq3N5dTodoWrite0001"',
 ]

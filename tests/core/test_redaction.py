@@ -20,7 +20,7 @@ from dashboard.core.redaction import (
     redact_json,
     secret_name_kind,
 )
-from tests.core.corpus import ORDINARY, SECRETS, Secret
+from tests.core.corpus import COMMAND_LINE, ORDINARY, SECRETS, Secret
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -45,6 +45,66 @@ def test_it_replaces_each_secret_with_its_kind(secret: Secret):
 def test_the_corpus_holds_thirty_secrets_or_more_of_many_kinds():
     assert len(SECRETS) >= 30
     assert len({secret.kind for secret in SECRETS}) >= 15
+    assert len(COMMAND_LINE) >= 20
+
+
+@pytest.mark.parametrize("secret", COMMAND_LINE, ids=lambda secret: secret.text[:40])
+def test_a_credential_on_a_command_line_goes_and_the_command_stays_readable(secret: Secret):
+    redacted = redact(secret.text)
+
+    assert leaked(secret.value, redacted) is None, redacted
+    for part in secret.kept:
+        assert part in redacted, redacted
+
+
+def test_a_basic_auth_pair_keeps_its_account_and_loses_its_password():
+    text = "curl -u ci-bot:9f8e7d6c5b4a39281706f5e4d3c2b1a0 https://api.acme.dev/v1/me"
+
+    assert redact(text) == "curl -u ci-bot:[redacted:password] https://api.acme.dev/v1/me"
+
+
+def test_any_password_given_to_an_http_client_goes_but_only_a_password_like_one_elsewhere():
+    assert redact("curl --user=deploy:hunter22 https://x") == (
+        "curl --user=deploy:[redacted:password] https://x"
+    )
+    assert (
+        redact("some-cli -u deploy:hunter22 sync") == "some-cli -u deploy:[redacted:password] sync"
+    )
+    # Elsewhere a pair of names is a user and a group.
+    assert redact("podman run -u deploy:deployers img") == "podman run -u deploy:deployers img"
+
+
+def test_a_password_option_is_one_only_for_the_commands_it_belongs_to():
+    assert redact("mysqldump -uroot -pS3cure_Db_2024 app") == (
+        "mysqldump -uroot -p[redacted:password] app"
+    )
+    # mysql reads a password after `-p ` as the database's name; ssh's `-p` is a port.
+    assert redact("mysql -u root -p S3cure_Db_2024") == "mysql -u root -p S3cure_Db_2024"
+    assert redact("ssh -p 2222 host; ls -a") == "ssh -p 2222 host; ls -a"
+
+
+def test_a_name_that_may_be_a_secrets_hides_only_a_token_like_value():
+    assert redact("MAILGUN_KEY=key-3ax6xnjp29jd6fds4gc373sgvjxteol0") == (
+        "MAILGUN_KEY=[redacted:api-key]"
+    )
+    assert redact("GH_PAT=Vc7Lm2Pw9Xv4Kd8Rt3Yh6Jd") == "GH_PAT=[redacted:token]"
+    for text in ("SORT_KEY=created_at", "ROUTING_KEY=orders.created.v1", "PRIMARY_KEY=id"):
+        assert redact(text) == text
+
+
+def test_ordinary_commands_are_let_through_without_a_scan(monkeypatch):
+    def scan(text: str) -> list:
+        raise AssertionError(f"scanned: {text}")
+
+    monkeypatch.setattr(redaction, "find_secrets", scan)
+    redaction._clean.clear()
+    for text in (
+        "git status --short && git diff --stat",
+        "python -m pytest tests/core/test_redaction.py -q -x",
+        "docker compose up -d --build web",
+        "Run the suite with -p no:cacheprovider",
+    ):
+        assert redact(text) == text
 
 
 @pytest.mark.parametrize("text", ORDINARY)
@@ -62,6 +122,17 @@ def test_a_password_in_a_url_leaves_the_user_and_the_host():
     text = "psql postgres://app:Pg-s3cret-Passw0rd@db.internal:5432/app"
 
     assert redact(text) == "psql postgres://app:[redacted:password]@db.internal:5432/app"
+
+
+def test_the_commands_after_a_token_on_its_line_stay():
+    text = (
+        "echo '//registry.npmjs.org/:_authToken=npm_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2'"
+        " > .npmrc && npm publish"
+    )
+
+    assert redact(text) == (
+        "echo '//registry.npmjs.org/:_authToken=[redacted:npm-token]' > .npmrc && npm publish"
+    )
 
 
 def test_a_private_key_goes_whole_across_its_lines():

@@ -1,6 +1,8 @@
 """Secrets never stored: the corpus of real-format secrets, sent through every way agent text
 (and a reviewer's) comes in, is found nowhere after: not in any column of any table, not in
-the pages, not in the frames a board's sockets receive, not in what webhooks receive."""
+the pages (board, inbox, plans, timeline, search results), not in the activity export, not in
+the frames a board's sockets receive, not in what webhooks receive. What is not secret in a
+command (the program, its options, the account, the host) stays readable there."""
 
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.test import AsyncClient, Client
 
+from dashboard.core.writer import writer
 from dashboard.live import publisher as live
 from dashboard.models import Session
 from dashboard.notifications.models import WebhookTarget
 from planmode.models import PermissionRequest, Plan
 from tests.conftest import BROWSER_ORIGIN
-from tests.core.corpus import SECRETS
+from tests.core.corpus import COMMAND_LINE, SECRETS
 from tests.hooks.conftest import WAIT, load_fixture
 from tests.notifications.receivers import Receiver
 from tests.notifications.test_webhooks import EVENTS, deliver_until_settled
@@ -43,6 +46,12 @@ def found_in(text: str) -> list[str]:
     """The secrets (or lines of one) in `text`, read as a person would (HTML unescaped)."""
     text = html.unescape(text)
     return [piece for piece in PIECES if piece in text]
+
+
+def unreadable_in(text: str) -> list[str]:
+    """The parts of the command-line credentials' commands that should show and do not."""
+    text = html.unescape(text)
+    return [part for secret in COMMAND_LINE for part in secret.kept if part not in text]
 
 
 def strings_in(value: Any) -> Iterator[str]:
@@ -195,6 +204,12 @@ async def test_no_secret_is_stored_shown_broadcast_or_sent(
     update["tool_input"] = {"taskId": "1", "subject": TEXTS[7], "activeForm": TEXTS[8]}
     await agent.post(claude, update)
     await agent.post(claude, {**load_fixture("notification_idle.json"), "message": LINE})
+    # Each credential on a command line, as the Bash call that runs it.
+    for number, secret in enumerate(COMMAND_LINE):
+        call = load_fixture("permission_request_bash.json", hook_event_name="PreToolUse")
+        call.pop("permission_suggestions", None)
+        call.update(tool_use_id=f"toolu_cli_{number}", tool_input={"command": secret.text})
+        await agent.post(claude, call)
 
     # The API and the agent socket.
     await agent.put("/api/v1/sessions/api-session/agents/api-session/todos", {"todos": todos()})
@@ -308,6 +323,7 @@ async def test_no_secret_is_stored_shown_broadcast_or_sent(
     plans = [pk async for pk in Plan.objects.values_list("pk", flat=True)]
     paths = ["/", "/inbox/", "/plans/"]
     paths += [f"/sessions/{session_id}/" for session_id in sessions]
+    paths += [f"/sessions/{session_id}/timeline/" for session_id in sessions]
     paths += [f"/inbox/requests/{pk}/" for pk in requests]
     paths += [f"/plans/{pk}/" for pk in plans]
     for path in paths:
@@ -325,7 +341,40 @@ async def test_no_secret_is_stored_shown_broadcast_or_sent(
         for text in strings_in(got.json()):
             assert found_in(text) == []
 
-    # What was there shows as redacted.
+    # Search: the index holds no secret (it is a table above), and neither do its results.
+    await sync_to_async(writer.drain)()
+    for words in ("curl", "mysql", "sshpass", "docker login", "deploy", "redacted"):
+        response = await sync_to_async(browser.get)("/search/", {"q": words})
+        assert response.status_code == 200, words
+        page = response.content.decode()
+        assert "search-group" in page, words
+        assert found_in(page) == [], words
+    for secret in COMMAND_LINE:
+        response = await sync_to_async(browser.get)("/search/", {"q": secret.value})
+        assert "search-group" not in response.content.decode(), secret.text
+
+    # The activity export, every session's steps.
+    exported = []
+    for session_id in sessions:
+        response = await agent.http.get(
+            f"/api/v1/sessions/{session_id}/activity", {"limit": 500}, headers=agent.headers
+        )
+        if response.status_code == 200:
+            exported += response.json()["steps"]
+    commands = [step for step in exported if step["tool_use_id"].startswith("toolu_cli_")]
+    assert len(commands) == len(COMMAND_LINE)
+    for step in exported:
+        for text in strings_in(step):
+            assert found_in(text) == []
+
+    # What was there shows as redacted, and the rest of a command as it was sent.
     page = (await sync_to_async(browser.get)(f"/sessions/{SESSION}/")).content.decode()
     assert "[redacted:aws-key]" in page
     assert "[redacted:private-key]" in page
+    assert "[redacted:password]" in page
+    assert unreadable_in(page) == []
+    plan_page = (await sync_to_async(browser.get)(f"/plans/{plan.pk}/")).content.decode()
+    assert unreadable_in(plan_page) == []
+    assert unreadable_in(" ".join(step["summary"] for step in commands)) == []
+    timeline = (await sync_to_async(browser.get)(f"/sessions/{SESSION}/timeline/")).content
+    assert unreadable_in(timeline.decode()) == []

@@ -93,6 +93,7 @@ HOSTILE_HOOKS = {
     "a lone surrogate in a Task subject": load_fixture(
         "post_tool_use_task_create.json", tool_input={"subject": SURROGATE}
     ),
+    "a lone surrogate in the agent id": load_fixture("subagent_start.json", agent_id=SURROGATE),
     "hook_event_name as a list": load_fixture("session_start.json", hook_event_name=["Stop"]),
     "hook_event_name as an object": load_fixture("session_start.json", hook_event_name={"a": 1}),
     "tool_name as a list": todowrite(tool_name=["TodoWrite"]),
@@ -167,7 +168,8 @@ def test_the_same_hostile_input_is_refused_by_the_http_api(agent_api, board, ser
 
     error = assert_refused(surrogate, 422, "validation_error")
     assert error["message"] == (
-        "body.todos.0.content: must be valid Unicode: it holds a lone surrogate such as \\ud800."
+        "The request body holds a lone surrogate at todos.0.content (half of a UTF-16 pair, "
+        "such as \\ud800), which is not text; send valid Unicode."
     )
     assert_refused(deep, 422, "too_deeply_nested")
     assert_refused(deep_plan, 422, "too_deeply_nested")
@@ -388,7 +390,6 @@ def test_a_nul_character_in_any_hook_text_is_refused(hook, board, server_errors,
 BAD_IDS_IN_HOOKS = {
     "a NUL in a stopping subagent's id": load_fixture("subagent_stop.json", agent_id=f"a{NUL}"),
     "a NUL in the session id": load_fixture("session_start.json", session_id=f"s{NUL}"),
-    "a lone surrogate in the agent id": load_fixture("subagent_start.json", agent_id=SURROGATE),
     "a space in the session id": load_fixture("stop.json", session_id="a b"),
 }
 
@@ -406,21 +407,21 @@ def test_a_hook_with_an_id_no_agent_could_have_is_refused_before_any_lookup(
     assert errors_in(server_errors) == []
 
 
-def test_a_tool_step_with_a_lone_surrogate_in_its_input_is_taken_while_a_plan_waits(
+def test_a_tool_step_with_a_lone_surrogate_in_its_input_is_refused_while_a_plan_waits(
     hook, board, server_errors
 ):
-    """An agent waiting on a plan is checked at each step for a request it answered in its
-    terminal: an input no request could hold matches none, and the step is still recorded."""
+    """Refused as it is read, before the step could count as the agent moving on: the plan
+    it waits on stays pending."""
     assert Agent.objects.get(agent_id=SESSION).awaiting_plan
 
     step = {**bash_used(session_id=SESSION), "tool_input": {"command": f"echo {SURROGATE}"}}
-    response = hook(step)
+    error = assert_refused(hook(step), 422, "validation_error")
 
-    assert response.status_code == 200, response.content
+    assert "lone surrogate at tool_input.command" in error["message"]
     assert errors_in(server_errors) == []
-    # The agent went on working: the plan it left behind was answered in its terminal.
+    assert stored_state() == board
     plans = Plan.objects.filter(session__session_id=SESSION)
-    assert list(plans.values_list("status", flat=True)) == ["answered_in_terminal"]
+    assert list(plans.values_list("status", flat=True)) == ["pending"]
 
 
 NUL_IN_FRAMES = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dashboard.asgi import application
+from planmode.models import PermissionRequest, TerminalWait
 from tests.conftest import todo
 from tests.hardening.conftest import errors_in, run_async, stored_state
 from tests.hooks.conftest import fixture_names, load_fixture
@@ -241,3 +243,208 @@ def test_no_frame_gets_an_internal_error(token, caplog, text):
         assert reply["error"]["code"] != "internal_error", reply
         assert reply["error"]["message"].endswith(".")
         assert stored_state() == before
+
+
+# --- every hook event of every agent kind, with arbitrary Unicode and extreme numbers ----------
+
+GEMINI_SESSION = "3f1c1a52-7a47-4c39-9d1b-1d0c2a5f3e11"
+OPENCODE_SESSION = "ses_main0001"
+
+
+def gemini_event(name: str, **fields) -> dict:
+    return {
+        "session_id": GEMINI_SESSION,
+        "cwd": "/home/dev/shop",
+        "hook_event_name": name,
+        "timestamp": "2026-11-26T14:00:00.000Z",
+        **fields,
+    }
+
+
+def opencode_event(event_type: str, **properties) -> dict:
+    return {"type": event_type, "properties": {"sessionID": OPENCODE_SESSION, **properties}}
+
+
+def every_event() -> list[tuple[str, dict]]:
+    """Every hook event each agent kind sends, as (endpoint, payload): the recorded payloads,
+    and the events no payload was recorded for built as the agent sends them."""
+    recorded = [
+        (url, json.loads(path.read_text()))
+        for url, folder in [
+            ("/hooks/claude-code", "claude-code"),
+            ("/hooks/codex", "codex"),
+            ("/hooks/gemini", "gemini"),
+        ]
+        for path in sorted((FIXTURES / folder).glob("*.json"))
+    ]
+    shell = {"tool_name": "run_shell_command", "tool_input": {"command": "npm publish"}}
+    gemini = [
+        gemini_event("BeforeTool", **shell, agentboard_approvals=True),
+        gemini_event(
+            "Notification",
+            notification_type="ToolPermission",
+            message="Allow npm publish?",
+            details={"type": "exec", "command": "npm publish"},
+        ),
+        gemini_event(
+            "AfterTool",
+            tool_name="write_todos",
+            tool_input={"todos": [{"description": "Ship", "status": "in_progress"}]},
+            tool_response={"llmContent": "Updated.", "returnDisplay": ""},
+        ),
+        gemini_event("SessionEnd", reason="exit"),
+    ]
+    info = {"id": OPENCODE_SESSION, "directory": "/work/shop", "title": "Fix it"}
+    call = {"callID": "call_1", "tool": "bash"}
+    opencode = [
+        {"type": "session.created", "properties": {"info": info}},
+        {"type": "session.deleted", "properties": {"info": info}},
+        opencode_event("todo.updated", todos=[{"content": "A", "status": "pending"}]),
+        opencode_event("session.idle"),
+        opencode_event("session.error"),
+        opencode_event("agentboard.activity", kind="step"),
+        opencode_event("agentboard.other_enforcer", name="oh-my-opencode"),
+        opencode_event("agentboard.tool", **call, status="completed", input={"n": 1}, exit=0),
+        opencode_event("agentboard.gate", **call),
+        opencode_event(
+            "permission.asked",
+            id="per_0001",
+            permission="bash",
+            patterns=["rm -rf build"],
+            always=["rm *"],
+            metadata={"command": "rm -rf build", "timeout": 60},
+            tool={"messageID": "msg_1", "callID": "call_1"},
+        ),
+    ]
+    usage = {
+        "sessionID": OPENCODE_SESSION,
+        "id": "msg_0001",
+        "modelID": "gpt-5.5",
+        "cost": 0.0123,
+        "tokens": {"input": 900, "output": 40, "reasoning": 10, "cache": {"read": 300}},
+        "completed": 1_795_690_876_000,
+    }
+    return [
+        *recorded,
+        *(("/hooks/gemini", payload) for payload in gemini),
+        *(("/hooks/opencode", payload) for payload in opencode),
+        ("/hooks/opencode/usage", usage),
+    ]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+EVENTS = every_event()
+
+SURROGATE_CHARACTERS = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+UNICODE = st.one_of(
+    # Any code point, lone surrogates included.
+    st.text(st.characters(exclude_categories=()), max_size=20),
+    st.builds(
+        lambda before, half, after: before + half + after,
+        st.text(max_size=8),
+        SURROGATE_CHARACTERS,
+        st.text(max_size=8),
+    ),
+)
+# As JSON text: escaped (lone surrogates as `\udXXX`), or raw UTF-8 where it can be.
+STRING_LITERALS = st.one_of(
+    UNICODE.map(json.dumps),
+    st.text(max_size=20).map(lambda text: json.dumps(text, ensure_ascii=False)),
+)
+NUMBER_LITERALS = st.one_of(
+    st.sampled_from(
+        [
+            *("1e400", "-1e400", "1E+309", "NaN", "Infinity", "-Infinity", "1e-400", "-0.0"),
+            *(str(10**400), str(-(10**400)), str(2**63), str(-(2**63) - 1), str(2**64)),
+        ]
+    ),
+    st.floats().map(json.dumps),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+)
+SCALAR_LITERALS = st.one_of(STRING_LITERALS, NUMBER_LITERALS)
+LITERALS = st.one_of(
+    SCALAR_LITERALS,
+    st.builds(lambda literal: f"[{literal}]", SCALAR_LITERALS),
+    st.builds(lambda key, literal: f"{{{key}: {literal}}}", STRING_LITERALS, SCALAR_LITERALS),
+)
+
+
+def paths_in(value: Any, path: tuple = ()) -> list[tuple]:
+    """Every place in a payload a value stands, the payload itself left out."""
+    found = [path] if path else []
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += paths_in(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found += paths_in(child, (*path, index))
+    return found
+
+
+def get(payload: Any, path: tuple) -> Any:
+    for key in path:
+        payload = payload[key]
+    return payload
+
+
+@st.composite
+def agent_hooks(draw) -> tuple[str, str]:
+    """An endpoint and a body: one of its events with one to three values replaced (or keys
+    added) by arbitrary Unicode or extreme numbers, written as JSON text."""
+    url, payload = draw(st.sampled_from(EVENTS))
+    places = paths_in(payload)
+    literals = []
+    for index in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(places))
+        if draw(st.booleans()):  # a field of its own beside this one
+            path = (*path[:-1], draw(st.sampled_from(["x", "timeout", "id", "session_id"])))
+        marker = f"@@value-{index}@@"
+        payload = put(payload, path, marker)
+        literals.append((marker, draw(LITERALS)))
+    body = json.dumps(payload)
+    for marker, literal in literals:
+        body = body.replace(json.dumps(marker), literal)
+    return url, body
+
+
+def everything_stored() -> tuple:
+    return (
+        stored_state(),
+        list(PermissionRequest.objects.order_by("pk").values_list("pk", "status")),
+        list(TerminalWait.objects.order_by("pk").values_list("pk", "ended_at")),
+    )
+
+
+@settings(FUZZ, max_examples=250)
+@given(sent=agent_hooks())
+def test_no_hook_of_any_agent_kind_gets_a_server_error(agent_api, quick_waits, caplog, sent):
+    url, body = sent
+    caplog.set_level(logging.WARNING)
+    before = everything_stored()
+
+    response = agent_api.post(url, body.encode("utf-8", "surrogatepass"))
+
+    assert response.status_code < 500, (url, body[:2000], response.content)
+    assert errors_in(caplog.records) == []
+    assert [record for record in caplog.records if record.exc_info] == []
+    if response.status_code >= 400:
+        error = response.json()["error"]
+        assert error["message"].endswith(".")
+        assert everything_stored() == before
+
+
+@pytest.mark.parametrize(
+    "number", [2**63, -(2**63) - 1, 10**400], ids=["2**63", "-2**63-1", "10**400"]
+)
+def test_an_integer_past_64_bits_in_any_number_of_any_event_is_no_server_error(
+    agent_api, quick_waits, server_errors, number
+):
+    """Valid JSON that Python reads as an int, which no integer column holds: every number of
+    every event (a command's exit code, a token count, a time) in turn."""
+    for url, payload in EVENTS:
+        for path in paths_in(payload):
+            value = get(payload, path)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                response = agent_api.post(url, json.dumps(put(payload, path, number)))
+                assert response.status_code < 500, (url, path, response.content)
+    assert errors_in(server_errors) == []

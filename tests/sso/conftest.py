@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.liveserver import LiveServer, free_port, server_env
+from tests.liveserver import ROOT, LiveServer, free_port, server_env
 from tests.sso import install
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +107,15 @@ def sso_env(provider: OpenIdProvider, **more: str) -> dict[str, str]:
         "AGENTBOARD_OIDC_ADMIN_GROUP": "agentboard-admins",
         **more,
     }
+
+
+def shell(server: LiveServer, script: str) -> str:
+    """Runs Python in the server's Django (its database), as an admin at its shell would."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT, env=server.env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
 
 
 @dataclass

@@ -8,8 +8,15 @@
 // The file: {"mode": "", "accounts": {"dana": {"name": ..., "email": ..., "groups": [...]}}}.
 // "mode" makes the token endpoint hand out a bad ID token, as an attacker would:
 // "wrong-audience" (signed with the provider's own key, issued to another client) or
-// "wrong-key" (the same claims signed with a key the provider never published); "token-down"
-// makes the token endpoint fail as a provider in trouble does (503).
+// "wrong-key" (the same claims signed with a key the provider never published), "alg-none"
+// (not signed at all) or "hs256" (signed with the client secret); "token-down" makes the token
+// endpoint fail as a provider in trouble does (503), "userinfo-refused" the userinfo endpoint
+// refuse the access token (401).
+//
+// oidc-provider always names its key (`kid`) in the tokens it signs and in its key set. A
+// provider that names none is made by rewriting both: "no-kid" signs the ID token with the
+// provider's key under a header without `kid` and publishes that one key without one;
+// "no-kid-two-keys" does the same but publishes a second key beside it.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -77,16 +84,34 @@ const provider = new Provider(issuer, {
   },
 });
 
+const NAMES_NO_KEY = new Set(['no-kid', 'no-kid-two-keys']);
+
+// A key as a provider that names none publishes it: public, without `kid`.
+function unnamedPublicKey(key) {
+  const { d, p, q, dp, dq, qi, kid, ...published } = key;
+  return published;
+}
+
 async function resign(idToken, mode) {
   const claims = jose.decodeJwt(idToken);
   if (mode === 'wrong-audience') {
     claims.aud = 'another-application';
     claims.azp = 'another-application';
   }
+  if (mode === 'alg-none') {
+    const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`;
+  }
+  if (mode === 'hs256') {
+    return new jose.SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .sign(new TextEncoder().encode(process.env.OIDC_CLIENT_SECRET));
+  }
   const key = await jose.importJWK(mode === 'wrong-key' ? strangerKey : providerKey, 'RS256');
-  return new jose.SignJWT(claims)
-    .setProtectedHeader({ alg: 'RS256', kid: providerKey.kid, typ: 'JWT' })
-    .sign(key);
+  const header = NAMES_NO_KEY.has(mode)
+    ? { alg: 'RS256', typ: 'JWT' }
+    : { alg: 'RS256', kid: providerKey.kid, typ: 'JWT' };
+  return new jose.SignJWT(claims).setProtectedHeader(header).sign(key);
 }
 
 provider.use(async (ctx, next) => {
@@ -96,9 +121,18 @@ provider.use(async (ctx, next) => {
     ctx.body = { error: 'temporarily_unavailable' };
     return;
   }
+  if (mode === 'userinfo-refused' && ctx.path === '/me') {
+    ctx.status = 401;
+    ctx.body = { error: 'invalid_token', error_description: 'the access token was revoked' };
+    return;
+  }
   await next();
   if (mode && ctx.path === '/token' && ctx.body && ctx.body.id_token) {
     ctx.body = { ...ctx.body, id_token: await resign(ctx.body.id_token, mode) };
+  }
+  if (NAMES_NO_KEY.has(mode) && ctx.path === '/jwks') {
+    const keys = mode === 'no-kid' ? [providerKey] : [providerKey, strangerKey];
+    ctx.body = { keys: keys.map(unnamedPublicKey) };
   }
 });
 

@@ -16,7 +16,8 @@ from dashboard.core.visibility import audience_of
 from dashboard.core.writer import write_sync
 from dashboard.models import AuditEntry, Membership, Team
 from dashboard.sso import provider
-from dashboard.sso.services import Claims, sso_sign_in
+from dashboard.sso.models import Identity
+from dashboard.sso.services import Claims, SignInRefused, sso_sign_in
 
 User = get_user_model()
 ISSUER = "https://sso.example.com/realms/acme"
@@ -60,18 +61,35 @@ def test_the_same_subject_is_the_same_person_whatever_their_name_or_address(team
     assert again.email == "dana@example.com"  # an unverified address does not replace it
 
 
-def test_a_local_account_is_taken_over_only_on_a_verified_address(teams):
+def first_sign_in(subject: str, email: str):
+    claims = Claims.of({"sub": subject, "email": email, "email_verified": True})
+    return write_sync(sso_sign_in, issuer=ISSUER, claims=claims, address=None).value
+
+
+def test_a_local_account_is_never_taken_over_by_e_mail_unless_linking_is_on(teams):
+    local = User.objects.create_user("dana", email="Dana@Example.com")
+    newcomer = first_sign_in("subject-2", "dana@example.com")
+    assert newcomer.pk != local.pk and newcomer.username == "dana-2"
+
+
+def test_with_linking_on_a_local_account_is_taken_over_only_on_a_verified_address(teams, settings):
+    settings.AGENTBOARD_OIDC_LINK_BY_EMAIL = True
     local = User.objects.create_user("dana", email="dana@example.com")
     unverified = sign_in([], email="dana@example.com").value
     assert unverified.pk != local.pk and unverified.username == "dana-2"
     unverified.delete()
-    verified = write_sync(
-        sso_sign_in,
-        issuer=ISSUER,
-        claims=Claims.of({"sub": "subject-2", "email": "dana@example.com", "email_verified": True}),
-        address=None,
-    ).value
-    assert verified.pk == local.pk
+    assert first_sign_in("subject-2", "Dana@Example.com").pk == local.pk
+
+
+def test_with_linking_on_an_address_of_two_accounts_or_of_someone_elses_is_refused(teams, settings):
+    settings.AGENTBOARD_OIDC_LINK_BY_EMAIL = True
+    first_sign_in("subject-1", "ana@example.com")  # made anew: nobody had the address
+    with pytest.raises(SignInRefused, match="belongs to someone else who signs in with"):
+        first_sign_in("subject-2", "ana@example.com")
+    User.objects.create_user("ana.local", email="ANA@example.com")
+    with pytest.raises(SignInRefused, match="More than one Agentboard account has the address"):
+        first_sign_in("subject-3", "ana@example.com")
+    assert User.objects.count() == 2 and Identity.objects.count() == 1
 
 
 def test_a_removed_group_removes_its_membership_and_a_hand_made_one_stays(teams):

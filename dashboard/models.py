@@ -329,6 +329,11 @@ class AuditAction(models.TextChoices):
     BUDGET_CHANGED = "budget.changed", "set a budget"
     BUDGET_CONTINUED = "budget.continued", "let an over-budget session continue once"
     BUDGET_BLOCKED = "budget.blocked", "refused a tool call over budget"
+    DECISION_UNDONE = "decision.undone", "took back a decision before it was sent"
+    AGENT_MESSAGED = "agent.messaged", "sent an agent a message"
+    AGENT_PAUSED = "agent.paused", "paused an agent"
+    AGENT_RESUMED = "agent.resumed", "resumed an agent"
+    AGENT_STOPPED = "agent.stopped", "stopped an agent"
 
 
 # Taken by whoever appends to the audit log on PostgreSQL, until its transaction ends (any

@@ -128,7 +128,12 @@ async def request_undo(request: HttpRequest, request_id: int) -> HttpResponse:
     """Take back an answer in its undo window: the request waits again, on every page."""
     user = await request.auser()
     try:
-        await write(staged.permission_undo, request_id=request_id, user=user)
+        await write(
+            staged.permission_undo,
+            request_id=request_id,
+            user=user,
+            via=via_request(request, "inbox"),
+        )
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such permission request.") from None

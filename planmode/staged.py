@@ -37,14 +37,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from dashboard.core.audit import Via
+from dashboard.core.audit import Via, audit
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.errors import ServiceError
 from dashboard.core.loops import keep
 from dashboard.core.redaction import redact
 from dashboard.core.writer import write
+from dashboard.models import AuditAction
 from planmode import permissions, services
 from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
+from planmode.tool_display import describe
 
 logger = logging.getLogger(__name__)
 
@@ -238,7 +240,17 @@ def _not_undoable(what: str) -> ServiceError:
     )
 
 
-def plan_undo(*, plan_id: int, user: AbstractBaseUser) -> Outcome[Plan]:
+def _undone_words(staged_answer: dict[str, Any] | None) -> str:
+    """What was taken back, for the audit log: "approved (by ana)", "denied (by raj)"."""
+    answer = staged_answer or {}
+    if "approve" in answer:
+        what = "approval" if answer["approve"] else "rejection"
+    else:
+        what = "allow" if answer.get("allow") else "deny"
+    return f"The {what} by {answer.get('by_name') or 'someone'} was taken back before it was sent"
+
+
+def plan_undo(*, plan_id: int, user: AbstractBaseUser, via: Via | None = None) -> Outcome[Plan]:
     """Take back a staged decision before it is sent: the plan waits exactly as before."""
     with transaction.atomic(savepoint=False):
         plan = Plan.objects.select_related("session").filter(pk=plan_id).first()
@@ -253,11 +265,18 @@ def plan_undo(*, plan_id: int, user: AbstractBaseUser) -> Outcome[Plan]:
         ).update(staged_answer=None, sends_at=None)
         if not undone:
             raise _not_undoable("plan")
+        audit(
+            AuditAction.DECISION_UNDONE, actor=user, via=via, session=plan.session,
+            about=f"plan:{plan.pk}",
+            summary=f"{plan.title} (revision {plan.revision})\n{_undone_words(plan.staged_answer)}",
+        )  # fmt: skip
         plan.staged_answer = plan.sends_at = None
     return Outcome(plan, _plan_changes(plan))
 
 
-def permission_undo(*, request_id: int, user: AbstractBaseUser) -> Outcome[PermissionRequest]:
+def permission_undo(
+    *, request_id: int, user: AbstractBaseUser, via: Via | None = None
+) -> Outcome[PermissionRequest]:
     """Take back a staged answer before it is sent: the request waits exactly as before."""
     with transaction.atomic(savepoint=False):
         request = permissions.request_load(request_id)
@@ -270,6 +289,12 @@ def permission_undo(*, request_id: int, user: AbstractBaseUser) -> Outcome[Permi
         ).update(staged_answer=None, sends_at=None)
         if not undone:
             raise _not_undoable("request")
+        view = describe(request.tool_name, request.tool_input)
+        audit(
+            AuditAction.DECISION_UNDONE, actor=user, via=via, session=request.session,
+            about=f"request:{request.pk}",
+            summary=f"{view.tool}: {view.headline}\n{_undone_words(request.staged_answer)}",
+        )  # fmt: skip
         request.staged_answer = request.sends_at = None
     return Outcome(request, _request_changes([request]))
 

@@ -167,7 +167,12 @@ async def plan_undo(request: HttpRequest, plan_id: int) -> HttpResponse:
         plan = await sync_to_async(_get_plan)(plan_id, user)
         return await sync_to_async(_review_page)(request, plan, status=403, notice=error)
     try:
-        await write(staged.plan_undo, plan_id=plan_id, user=user)
+        await write(
+            staged.plan_undo,
+            plan_id=plan_id,
+            user=user,
+            via=via_request(request, "review page"),
+        )
     except ServiceError as error:
         if error.status == 404:
             raise Http404("No such plan.") from None

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from dashboard.core.errors import ServiceError
 from dashboard.core.visibility import EVERYONE
+from dashboard.models import AuditAction, AuditEntry
 from planmode import selectors, staged
 from planmode.inbox import inbox_count, inbox_items
 from planmode.models import PermissionRequest, Plan
@@ -85,6 +86,26 @@ def test_an_undo_puts_the_plan_back_exactly_as_it_was(submit, lead):
     plan.refresh_from_db()
     assert (plan.status, plan.staged_answer, plan.sends_at) == ("pending", None, None)
     assert inbox_count(EVERYONE).plans == 1
+
+
+def test_an_undo_is_in_the_audit_log_with_what_was_taken_back(submit, user, lead):
+    plan = submit()
+    lead.post(f"/plans/{plan.pk}/decide/", {"action": "reject", "text": "Smaller."})
+    lead.post(f"/plans/{plan.pk}/undo/")
+    _, agent = make_session(user, "sess-undo")
+    request = make_request(agent)
+    lead.post(f"/inbox/requests/{request.pk}/decide/", {"action": "allow"})
+    lead.post(f"/inbox/requests/{request.pk}/undo/")
+
+    entries = AuditEntry.objects.filter(action=AuditAction.DECISION_UNDONE).order_by("number")
+    assert [(entry.actor_name, entry.about, entry.surface) for entry in entries] == [
+        ("lead", f"plan:{plan.pk}", "review page"),
+        ("lead", f"request:{request.pk}", "inbox"),
+    ]
+    assert entries[0].summary.endswith("The rejection by lead was taken back before it was sent")
+    assert entries[1].summary == (
+        "Bash: make release\nThe allow by lead was taken back before it was sent"
+    )
 
 
 def test_an_undo_with_nothing_staged_is_refused_with_one_sentence(submit, lead):

@@ -140,6 +140,7 @@ INSTALLED_APPS = [
     "dashboard.sso",
     "dashboard.search",
     "dashboard.costs",
+    "dashboard.steering",
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the

@@ -43,6 +43,8 @@ class Injection:
 
     text: str | None = None
     changes: Changes = field(default_factory=Changes)
+    # A stop sent from the board that this hook's answer carries: the agent's turn ends.
+    stop: str | None = None
 
 
 @dataclass

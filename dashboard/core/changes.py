@@ -76,6 +76,8 @@ class Changes:
     interrupted_agents: dict[int, datetime] = field(default_factory=dict)
     # For notifications: episodes of an agent needing a look (a loop) that began.
     opened_concerns: set[int] = field(default_factory=set)
+    # Agents resumed from a pause: their held tool calls run at once, in whichever process.
+    resumed_agents: set[int] = field(default_factory=set)
     # Who sees what changed (a team's members, a project's team): every browser reconnects,
     # and on reconnecting reads what it may see now.
     audiences_changed: bool = False
@@ -94,6 +96,7 @@ class Changes:
                 self.permission_requests,
                 self.decided_permissions,
                 self.inbox_sessions,
+                self.resumed_agents,
                 self.audiences_changed,
             )
         )
@@ -128,6 +131,7 @@ class Changes:
         self.steps += other.steps
         self.interrupted_agents.update(other.interrupted_agents)
         self.opened_concerns |= other.opened_concerns
+        self.resumed_agents |= other.resumed_agents
         self.audiences_changed |= other.audiences_changed
         return self
 

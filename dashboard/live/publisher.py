@@ -126,6 +126,11 @@ def continuation_group(continuation_pk: int) -> str:
     return f"continuation.{continuation_pk}"
 
 
+def pause_group(agent_pk: int) -> str:
+    """The tool calls of one paused agent, held until it is resumed."""
+    return f"paused.{agent_pk}"
+
+
 class BoardFragment(TypedDict):
     """htmx out-of-band fragments for the board sockets of a group to forward as they are
     (`dashboard.live.boards`)."""
@@ -140,6 +145,13 @@ class ContinuationResolved(TypedDict):
 
     type: Literal["continuation.resolved"]
     continuation_id: int
+
+
+class AgentResumed(TypedDict):
+    """To a paused agent's held tool calls: the pause ended."""
+
+    type: Literal["agent.resumed"]
+    agent_id: int
 
 
 # One thread renders for the whole process, with its own database connection: rendering never
@@ -190,13 +202,18 @@ async def _send_all(messages: list[tuple[str, dict]]) -> None:
 
 
 def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
-    return [
+    messages: list[tuple[str, dict]] = [
         (
             continuation_group(pk),
             ContinuationResolved(type="continuation.resolved", continuation_id=pk),
         )
         for pk in sorted(changes.resolved_continuations)
     ]
+    messages += [
+        (pause_group(pk), AgentResumed(type="agent.resumed", agent_id=pk))
+        for pk in sorted(changes.resumed_agents)
+    ]
+    return messages
 
 
 # --- coalescing ---------------------------------------------------------------------------------

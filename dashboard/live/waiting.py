@@ -26,6 +26,7 @@ from dashboard.core.waits import bounded_hold
 from dashboard.core.writer import write
 from dashboard.live import publisher
 from dashboard.live.watch import PERMISSION, PLAN, watch_for
+from dashboard.steering.services import pause_open_now
 from planmode.models import PermissionRequest, Plan
 from planmode.permissions import permission_state
 from planmode.services import plan_expire_unless_watched, plan_state
@@ -113,6 +114,45 @@ async def wait_until_resolved_or_due(continuation_pk: int, timeout: float) -> No
         finally:
             for task in waits:
                 task.cancel()
+    finally:
+        await layer.group_discard(group, channel)
+
+
+# A held tool call of a paused agent reads its pause again at least this often: a resume whose
+# push was lost (another process died after its commit) still lets it go.
+PAUSE_RECHECK_SECONDS = 2.0
+
+
+async def wait_while_paused(agent_pk: int, timeout: float) -> bool:
+    """Hold a paused agent's tool call: True once it is resumed (any process), False when
+    `timeout` seconds pass first or the server is stopping. Holds no thread and no database
+    connection while it waits."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = publisher.pause_group(agent_pk)
+    await layer.group_add(group, channel)
+    stopping = watch_for().stopping
+    deadline = asyncio.get_running_loop().time() + timeout
+    try:
+        while True:
+            if await reader.read(pause_open_now, agent_pk) is None:
+                return True
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0 or stopping.is_set():
+                return False
+            waits = {
+                asyncio.ensure_future(layer.receive(channel)),
+                asyncio.ensure_future(stopping.wait()),
+            }
+            try:
+                await asyncio.wait(
+                    waits,
+                    timeout=min(left, PAUSE_RECHECK_SECONDS),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                for task in waits:
+                    task.cancel()
     finally:
         await layer.group_discard(group, channel)
 

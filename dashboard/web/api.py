@@ -190,12 +190,14 @@ async def waits(request: HttpRequest) -> dict[str, Any]:
 
 def _register_routers() -> None:
     from dashboard.activity.api import router as activity_router
+    from dashboard.steering.api import router as steering_router
     from planmode.api import router as plans_router
     from todos.api import router as todos_router
 
     api.add_router("", todos_router)
     api.add_router("", plans_router)
     api.add_router("", activity_router)
+    api.add_router("", steering_router)
 
 
 _register_routers()

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from dashboard.activity.selectors import agents_in_tool_call
 from dashboard.activity.services import step_interrupted
 from dashboard.activity.summaries import StepDraft, bounded_text, step_draft
+from dashboard.core import reader
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.edge import load_json
 from dashboard.core.errors import (
@@ -74,9 +75,16 @@ from dashboard.integrations.claude_code.schemas import (
     TodoWriteToolInput,
     ToolHookInput,
 )
-from dashboard.live.waiting import client_waits, hold_for, stop_hook_answer, wait_for_decision
+from dashboard.live.waiting import (
+    client_waits,
+    hold_for,
+    stop_hook_answer,
+    wait_for_decision,
+    wait_while_paused,
+)
 from dashboard.live.watch import PERMISSION
 from dashboard.models import Agent, PermissionMode, Session
+from dashboard.steering import services as steering
 from planmode.allow_once import SESSIONS_TTL, allowance_take
 from planmode.models import InboxChoice, Plan, PlanStatus
 from planmode.permissions import (
@@ -330,6 +338,9 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
         observed = await write(record_event, owner=owner, hook=hook)
         if observed.value is None:
             return {}
+        steered = await stopping_steered(observed.value, client="Claude Code")
+        if steered is not None:
+            return steered
         background = payload.get("background_tasks")
         # Held for the continuation countdown; the answer is {} on any failure.
         return await stop_hook_answer(
@@ -340,7 +351,10 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     injection = await write(
         record_and_enforce, owner=owner, hook=hook, payload=payload, step=hook_step(payload)
     )
-    return enforcer.additional_context(hook.hook_event_name, injection.text)
+    answer = enforcer.additional_context(hook.hook_event_name, injection.text)
+    if injection.stop is not None:
+        answer |= stop_answer(injection.stop)
+    return answer
 
 
 def hook_step(payload: Mapping[str, Any]) -> StepDraft | None:
@@ -379,7 +393,57 @@ async def tool_step(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
         tool_name=str(payload.get("tool_name") or ""),
         tool_input=payload.get("tool_input") or {},
     )
-    return answered.value
+    if answered.value.paused_agent is not None:
+        return await paused_call_held(answered.value.paused_agent)
+    return answered.value.output
+
+
+async def paused_call_held(agent_pk: int) -> Output:
+    """A paused agent's tool call waits, holding no thread, for as long as its hook may: let
+    go (`{}`, the call runs as it would have) the moment someone resumes the agent, refused
+    with who paused it and why when the wait ends first. A stop sent meanwhile ends the turn."""
+    wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
+    resumed = await wait_while_paused(agent_pk, wait)
+    stopped = await write(
+        steering.directives_claim, agent_pk=agent_pk, via="PreToolUse (Claude Code)",
+        messages=False,
+    )  # fmt: skip
+    if stopped.value.stop is not None:
+        return stop_answer(stopped.value.stop)
+    if resumed:
+        return {}
+    paused = await reader.read(steering.pause_open_now, agent_pk)
+    if paused is None:
+        return {}  # resumed just as the wait ended
+    return _pre_tool_use_answer("deny", steering.pause_words(paused))
+
+
+async def stopping_steered(agent_pk: int, *, client: str) -> Output | None:
+    """An agent stopping: continued with what someone said to it from the board (not an
+    enforcer's continuation), or let stop when it is paused or was told to stop; None when
+    the board has nothing to say and the enforcer decides."""
+    if steering.has_queued(agent_pk):
+        said = await write(steering.directives_claim, agent_pk=agent_pk, via=f"Stop ({client})")
+        if said.value.messages and said.value.stop is None:
+            return {"decision": "block", "reason": said.value.context}
+        if said.value.stop is not None:
+            return {}
+    if steering.is_paused(agent_pk):
+        return {}
+    return None
+
+
+def stop_answer(sentence: str) -> Output:
+    """Ends the agent's turn; Claude Code shows the sentence to its developer."""
+    return {"continue": False, "stopReason": sentence}
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAnswer:
+    """The hook's answer to a step; for a paused agent's tool call, the agent to hold it for."""
+
+    output: Output
+    paused_agent: int | None = None
 
 
 def step_record(
@@ -389,9 +453,11 @@ def step_record(
     step: StepDraft,
     tool_name: str = "",
     tool_input: object = None,
-) -> Outcome[Output]:
+    client: str = "Claude Code",
+) -> Outcome[StepAnswer]:
     """Record a step of an agent; for a tool call starting (`tool_name` with `tool_input`),
-    the hook's answer: refused by a gate, allowed once after auto mode refused it, or `{}`.
+    the hook's answer: refused by a gate, the turn ended by a stop sent from the board, held
+    for a pause, allowed once after auto mode refused it, or `{}`.
     For an agent this process knows, no query at all unless its session has a refusal open:
     the writer stores the batch's steps together, and the gates and the allowances read sets
     this process keeps."""
@@ -406,15 +472,31 @@ def step_record(
         tool_refusal(session_pk, owner=owner) if hook.hook_event_name == "PreToolUse" else None
     )
     answer: Output = {}
+    paused_agent = None
+    starting = hook.hook_event_name == "PreToolUse"
+    stopped = (
+        steering.directives_claim(agent_pk=agent_pk, via=f"PreToolUse ({client})", messages=False)
+        if starting and steering.has_queued(agent_pk)
+        else Outcome(steering.Said())
+    )
     if refusal:
         # The call never runs: the board shows it refused, not running.
         step = dataclasses.replace(step, outcome="denied", error=refusal)
         answer = _pre_tool_use_answer("deny", refusal)
-    elif hook.hook_event_name == "PreToolUse" and allowance_take(
+    elif stopped.value.stop is not None:
+        step = dataclasses.replace(step, outcome="denied", error=stopped.value.stop)
+        answer = stop_answer(stopped.value.stop)
+        changes.merge(stopped.changes)
+    elif starting and steering.is_paused(agent_pk):
+        paused_agent = agent_pk
+    elif starting and allowance_take(
         agent_pk=agent_pk, session_pk=session_pk, tool_name=tool_name, tool_input=tool_input or {}
     ):
         answer = _pre_tool_use_answer("allow", ALLOWED_ONCE_REASON)
-    return Outcome(answer, changes.step(step.report(agent=agent_pk, session=session_pk)))
+    return Outcome(
+        StepAnswer(answer, paused_agent),
+        changes.step(step.report(agent=agent_pk, session=session_pk)),
+    )
 
 
 def _pre_tool_use_answer(decision: str, reason: str) -> Output:
@@ -507,6 +589,19 @@ def record_and_enforce(
         stopped = stopped_messages_take(agent=resolved.agent)
         if stopped:
             injection.text = f"{stopped}\n\n{injection.text}" if injection.text else stopped
+    if event in enforcer.CONTEXT_EVENTS and steering.has_queued(resolved.agent.pk):
+        # What a person said from the board, each message once. A prompt the developer just
+        # typed starts a turn of their own: a stop queued before it is not carried then.
+        said = steering.directives_claim(
+            agent_pk=resolved.agent.pk,
+            via=f"{event} (Claude Code)",
+            stops=event == "PostToolUse",
+        )
+        changes.merge(said.changes)
+        if said.value.messages:
+            text = said.value.context
+            injection.text = f"{text}\n\n{injection.text}" if injection.text else text
+        injection.stop = said.value.stop
     injection.changes = changes.merge(injection.changes)
     return injection
 

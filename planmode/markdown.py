@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from html import unescape
 
 import nh3
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -39,10 +44,18 @@ ALLOWED_ATTRIBUTES = {
 }
 
 
+# Pygments costs about 10 µs a character in its slowest lexers (SQL, Rust): a plan's first
+# 20,000 characters of code get colours, the blocks after them are shown plain.
+HIGHLIGHT_CHARS = 20_000
+_highlight_left: ContextVar[int] = ContextVar("highlight_left", default=HIGHLIGHT_CHARS)
+
+
 def _highlight(code: str, language: str, attrs: object) -> str:
     """Pygments spans for a fenced block with a known language; "" keeps the plain block."""
-    if not language:
+    left = _highlight_left.get()
+    if not language or len(code) > left:
         return ""
+    _highlight_left.set(left - len(code))
     try:
         lexer = get_lexer_by_name(language)
     except ClassNotFound:
@@ -114,17 +127,85 @@ _page_parser = (
 _page_parser.core.ruler.push("task_lists", _task_lists)
 _page_parser.core.ruler.push("table_alignment", _table_alignment)
 _page_parser.core.ruler.push("headings_below_title", _headings_below_title)
+
+# --- what rendering a plan costs, counted before it is rendered ----------------------------------
+
+# What each costs to render (parse, HTML, nh3), measured with markdown-it-py 4.3 on the
+# development machine while it was busy, in microseconds there (about 2.5 of a quiet machine's):
+# a character that starts inline syntax (the others are skipped in bulk), a run of the characters
+# that are taken a run at a time (emphasis, code spans, quotes), a line, a list item's line, a
+# table cell. Rendering is linear in each (measured from 12,500 to 100,000 characters), so their
+# sum bounds its time.
+SYNTAX_COST = {
+    "[": 75, "&": 35, "<": 30, "\\": 25, "#": 25, "!": 20, "$": 20, "^": 15, "{": 15, "]": 15,
+    "%": 15, "=": 10, "+": 10, "@": 10, "}": 10, ":": 10,
+}  # fmt: skip
+RUN_COST = {"_": 80, "*": 60, "~": 45, "`": 35, ">": 15, "-": 10}
+RUNS = {char: re.compile(f"{re.escape(char)}+") for char in RUN_COST}
+LINE_COST = 250
+LIST_ITEM_COST = 500
+CELL_COST = 100
+LIST_ITEM = re.compile(r"^[ \t>]*(?:[-+*]|\d{1,9}[.)])[ \t]", re.MULTILINE)
+# About 0.6 s of a quiet machine: the review page stays within a second with everything else on
+# it, and a plan of 1,500 list items, each with code, emphasis and a link, still renders. A count,
+# not a timer, so a plan is shown the same way on every load and under any load.
+RENDER_BUDGET = 1_600_000
+
+
+# A page asks for the same plan's cost a few times (its body, its note, what changed).
+@lru_cache(maxsize=16)
+def render_cost(markdown: str) -> int:
+    """An upper estimate of what rendering the plan costs (in SYNTAX_COST's units): a few passes
+    of `str.count` and of simple patterns, a few milliseconds for the densest plan."""
+    cost = sum(markdown.count(char) * weight for char, weight in SYNTAX_COST.items())
+    cost += sum(len(RUNS[char].findall(markdown)) * weight for char, weight in RUN_COST.items())
+    cost += markdown.count("\n") * LINE_COST + markdown.count("|") * CELL_COST
+    return cost + len(LIST_ITEM.findall(markdown)) * LIST_ITEM_COST
+
+
+def renders_as_text(markdown: str) -> bool:
+    """Whether the plan is past the rendering budget, and so shown as its text."""
+    return render_cost(markdown) > RENDER_BUDGET
+
+
+def _as_text(markdown: str) -> SafeString:
+    """The plan as its text, escaped: for plans that would take too long to render."""
+    return format_html('<pre class="plan-as-text">{}</pre>', markdown)
+
+
+@contextmanager
+def _highlight_budget() -> Iterator[None]:
+    """Each rendering starts with the whole of HIGHLIGHT_CHARS."""
+    left = _highlight_left.set(HIGHLIGHT_CHARS)
+    try:
+        yield
+    finally:
+        _highlight_left.reset(left)
+
+
+def _rendered(parser: MarkdownIt, markdown: str) -> SafeString:
+    if renders_as_text(markdown):
+        return _as_text(markdown)
+    with _highlight_budget():
+        return _sanitized(parser.render(markdown))
+
+
 BLOCK_TAG = re.compile(
     r"</?(?:p|br|hr|h[1-6]|li|ul|ol|pre|blockquote|table|thead|tbody|tr|th|td)\b[^>]*>"
 )
-HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-HEADING_MARKS = re.compile(r"^#+\s*|\s+#+\s*$")
+# Closing marks are taken off after the match (HEADING_MARKS): a pattern that both matched the
+# text lazily and skipped trailing space took cubic time on a heading with many spaces in it.
+HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*)$")
+HEADING_MARKS = re.compile(r"^#+[ \t]*|(?:^|[ \t]+)#+[ \t]*$")
+# A title is at most 90 characters; the markdown it comes from is cut well past that first, so
+# a plan's one long line costs its title a few milliseconds, not seconds on every page.
+TITLE_SOURCE_CHARS = 500
 
 
 def plain_title(markdown: str) -> str:
     """One line of markdown as the words a reader sees: code spans, emphasis and links give
     their text, heading marks go. Still text, escaped wherever it is shown."""
-    text = HEADING_MARKS.sub("", markdown.strip())
+    text = HEADING_MARKS.sub("", markdown.strip()[:TITLE_SOURCE_CHARS].strip())
     words: list[str] = []
     for token in _parser.parseInline(text)[0].children or []:
         if token.type in {"text", "code_inline"}:
@@ -148,8 +229,11 @@ def without_title(markdown: str, title: str) -> str:
 
 
 def render_plan_page(markdown: str, *, title: str) -> SafeString:
-    """A plan for its review page, under the page's h1 (its title)."""
-    return _sanitized(_page_parser.render(without_title(markdown, title)))
+    """A plan for its review page, under the page's h1 (its title); as its text when it is past
+    the rendering budget (`renders_as_text`)."""
+    if renders_as_text(markdown):
+        return _as_text(markdown)
+    return _rendered(_page_parser, without_title(markdown, title))
 
 
 def plain_text(html: str) -> str:
@@ -161,7 +245,7 @@ def plain_text(html: str) -> str:
 
 def render_plan(markdown: str) -> SafeString:
     """Sanitized HTML for a plan. `javascript:` and other non-web links do not survive."""
-    return _sanitized(_parser.render(markdown))
+    return _rendered(_parser, markdown)
 
 
 def _sanitized(html: str) -> SafeString:
@@ -269,6 +353,11 @@ def same_list(one: Token | None, other: Token | None) -> bool:
 def render_marked(blocks: list[tuple[str, Block]]) -> SafeString:
     """Blocks of two revisions in reading order, each "same", "added" or "removed", rendered
     as one plan: added and removed blocks are wrapped (list items classed) and labelled."""
+    with _highlight_budget():
+        return _sanitized(_render_marked(blocks))
+
+
+def _render_marked(blocks: list[tuple[str, Block]]) -> str:
     render = _page_parser.renderer.render
     options = _page_parser.options
     html: list[str] = []
@@ -302,4 +391,4 @@ def render_marked(blocks: list[tuple[str, Block]]) -> SafeString:
         tokens.append(shown.list_close)
         html.append(render(tokens, options, {}))
         index = end
-    return _sanitized("".join(html))
+    return "".join(html)

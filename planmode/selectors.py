@@ -17,7 +17,7 @@ from dashboard.core.errors import ServiceError
 from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery
 from dashboard.core.visibility import EVERYONE, Audience
-from planmode.markdown import Block, plan_blocks, render_marked, same_list
+from planmode.markdown import Block, plan_blocks, render_marked, renders_as_text, same_list
 from planmode.models import Plan, PlanStatus
 
 RECENT_DECIDED = 20
@@ -335,8 +335,13 @@ def plan_marked(old: str, new: str, *, old_title: str, new_title: str) -> Marked
     items) that are new marked "added" and the old ones it no longer has shown in place,
     marked "removed". Compared as the lines are, with the same budget."""
     # Blocks are never more than lines: texts within the line diff's budget are within this
-    # one's, and the others are not even parsed (the page shows the plan as it is).
-    if len(old.splitlines()) * len(new.splitlines()) > LINE_BUDGET:
+    # one's, and the others are not even parsed (the page shows the plan as it is). Nor are
+    # revisions past the rendering budget: the page shows those as their text.
+    if (
+        len(old.splitlines()) * len(new.splitlines()) > LINE_BUDGET
+        or renders_as_text(old)
+        or renders_as_text(new)
+    ):
         return MarkedPlan(SafeString(""), 0, 0, compared=False)
     old_blocks = plan_blocks(old, title=old_title)
     new_blocks = plan_blocks(new, title=new_title)

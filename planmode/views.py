@@ -16,7 +16,7 @@ from dashboard.core.security import login_required
 from dashboard.core.visibility import aaudience_of, audience_of
 from dashboard.core.writer import write
 from planmode import fragments, selectors, services, staged
-from planmode.markdown import render_plan_page
+from planmode.markdown import render_plan_page, renders_as_text
 from planmode.models import Plan
 
 ACTIONS = {
@@ -77,6 +77,7 @@ def _review_page(
         **fragments.annotations_context(plan),
         **fragments.approvals_context(plan),
         "rendered": rendered,
+        "as_text": renders_as_text(plan.markdown),
         "marked": marked,
         "previous": previous,
         "source_view": request.GET.get("changes") == "source",

@@ -8,10 +8,13 @@ high-entropy strings), called for their detection only (`analyze_string`: no net
 verification, no baseline, no global settings), plus what they miss in agent text: unquoted
 `NAME=value` and `"name": "value"` assignments of secret-looking names, `Authorization:` and
 `Bearer` credentials, passwords in URLs, whole PEM private key blocks across lines, newer token
-formats, and long unquoted random strings.
+formats, long unquoted random strings, and credentials on a command line whatever the vendor
+(`curl -u account:secret`, `mysql -pSECRET`, `docker login -p SECRET`, a token-like value of
+`SOME_KEY=`), the command and its account left readable.
 
 Not secrets, on purpose: git SHAs and other hex digests (a hex string is a secret only under a
-secret-looking name), UUIDs, paths and identifiers, public IP addresses.
+secret-looking name), UUIDs, paths and identifiers, public IP addresses, and options that look
+like a credential's elsewhere (`docker run -u 1000:1000`, `ssh -p 2222`, `SORT_KEY=name`).
 
 Speed: most texts (a todo item) hold nothing that could be a secret, and one pass of one
 compiled pattern (`_TRIGGER`) shows it. Only the neighbourhood of a trigger is scanned, in
@@ -114,9 +117,9 @@ _PAIR_OPTION = r"-(?<![\w-]-)(?P<option>u|-user|-proxy-user|a|-auth)(?:=|[ \t]*)
 _PAIR_TRIGGER = re.compile(_PAIR_OPTION + r"[\"']?[^\s:\"']{0,200}:")
 
 # Anything a detector below could report starts near one of these: a secret-sounding word or
-# assignment, a URL with a user part, a private key's header, a long run of token characters
-# (checked further in `_is_trigger`), or a credential's option on a command line (`curl -u`,
-# `mysql -p`). Most texts hold none, and pass with this one search.
+# assignment, a URL with a user part, a private key's header, or a long run of token characters
+# (checked further in `_is_trigger`), or near a credential's option on a command line
+# (`_command_line_triggers`). Most texts hold none, and pass with this one search.
 _TRIGGER = re.compile(
     r"(?i:passw|passphrase|pass[\"']?\s*[=:]|pwd[\"']?\s*[=:]|key[\"'\]]?\s*[=:]|api.?key"
     r"|secret|token|authoriz|auth[\"']?\s*[=:]|bearer|credential|creds|aws|hooks\.slack)"
@@ -231,6 +234,7 @@ _PASSWORD_OPTION = re.compile(rf"(?:{_PASSWORD_COMMANDS}){_ARGUMENT}")
 _HTTP_CLIENT = re.compile(r"(?<![\w.-])(?:curl|curlie|wget|http|https|xh|xhs)(?![\w.:/-])")
 # A user or group name (`www-data`): what `-u user:group` holds outside an HTTP client.
 _NAME_LIKE = re.compile(r"[a-z_][a-z_-]*")
+_PORT = re.compile(r"\d{1,5}(?:/|\Z)")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_.+/=-]{20,500}")
 _PIECE_SEPARATOR = re.compile(r"[/._-]")
 # A private key, whole: from its header to its footer (or, cut off, to the end of the text).
@@ -543,6 +547,8 @@ def _pair_value_is_secret(user: str, value: str, *, http: bool) -> bool:
     like a password, not a group's name, a number or a path."""
     if value == user or value[0] in "/~." or MARKER_PREFIX in value or _REFERENCE.search(value):
         return False
+    if _PORT.match(value):
+        return False  # a host and its port: `-u localhost:8080/api`
     if http:
         return _value_is_secret(value, name="password", strict=False)
     return _value_is_secret(value, name="password", strict=True) and not _NAME_LIKE.fullmatch(value)

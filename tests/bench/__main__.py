@@ -542,6 +542,74 @@ async def largest_plans_part(server: LiveServer) -> None:
         page.close()
 
 
+def costly_plans(limit: int) -> dict[str, str]:
+    """The largest accepted plans in the shapes that cost markdown-it most to render (issue 40):
+    each either renders within the budget or is shown as its text."""
+
+    def filled(unit: str, head: str = "") -> str:
+        return (head + unit * (limit // len(unit)))[:limit]
+
+    def table(columns: int) -> str:
+        cells = ["|" + "|".join(cell for _ in range(columns)) + "|\n" for cell in "h-x"]
+        return filled(cells[2], "# Wide\n\n" + cells[0] + cells[1])
+
+    return {
+        "brackets [": "[" * limit,
+        "link openers [a](": filled("[a]("),
+        "backticks `a``": filled("`a``"),
+        "backtick runs": "".join("`" * n + " " for n in range(1, 440))[:limit],
+        "emphasis *a": filled("*a"),
+        "emphasis _a": filled("_a"),
+        "emphasis **a_": filled("**a_"),
+        "entities &#": filled("&#"),
+        "nested quotes >>>": ">" * (limit - 2) + " a",
+        "quotes nested by line": "".join("> " * n + "a\n" for n in range(1, 300))[:limit],
+        "lists nested by line": "".join("  " * n + "- a\n" for n in range(300))[:limit],
+        "list items - a": filled("- a\n"),
+        "a table of 1 row x 5,000 columns": table(5000)[: limit // 3],
+        "a table of 200 columns": table(200),
+        "a table of 2 columns": table(2),
+        "a heading with many spaces": "# a" + " " * (limit - 4) + "x",
+        "an ordinary plan near the budget": filled(
+            "1. Step with `code` and *emphasis* and a [link](https://example.com/a)\n", "# Plan\n\n"
+        ),
+    }
+
+
+async def costly_plans_part(server: LiveServer) -> None:
+    """The review page of the largest accepted plans in pathological shapes, one load each."""
+    limit = int(os.environ.get("AGENTBOARD_MAX_PLAN_CHARS") or 100_000)
+    print(f"\nPathological markdown ({limit:,} characters at most), review page:")
+    browser = server.log_in()
+    page = await Connection.open(server.port)
+    try:
+        async with websockets.connect(f"{server.ws_url}/ws/agent/?token={server.token}") as agent:
+            for n, (shape, markdown) in enumerate(costly_plans(limit).items()):
+                session = f"bench-costly-{n}"
+                frame = {"type": "exit_plan_mode", "id": n, "session_id": session}
+                await agent.send(json.dumps(frame | {"agent_id": session, "plan": markdown}))
+                reply = json.loads(await agent.recv())
+                while reply.get("type") != "ack":
+                    reply = json.loads(await agent.recv())
+                request = (
+                    f"GET /plans/{reply['result']['id']}/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    f"Cookie: {browser['cookie']}\r\n\r\n"
+                ).encode()
+                started = time.perf_counter()
+                response = await page.send(request)
+                took = time.perf_counter() - started
+                assert response.status == 200, response.body[:300]
+                as_text = b"rendering it would take too long" in response.body
+                row(
+                    shape,
+                    f"{took * 1000:5.0f} ms",
+                    f"goal ≤ 1,000 ms; {'shown as text' if as_text else 'rendered'}",
+                    check(took <= 1.0),
+                )
+    finally:
+        page.close()
+
+
 async def held_hook_round(server: LiveServer, browser: dict, reviewer: Connection, n: int) -> float:
     """One ExitPlanMode PermissionRequest held until the reviewer approves; seconds from the
     approval leaving to the hook's answer arriving."""
@@ -1000,6 +1068,7 @@ async def main(arguments: argparse.Namespace) -> None:
                 await held_hooks([server], seconds, held, "embedded default (SQLite)")
             if "plans" in parts:
                 await largest_plans_part(server)
+                await costly_plans_part(server)
             if "live" in parts:
                 browsers = 10 if arguments.smoke else 100
                 await live_updates(server, seconds, browsers=browsers, agents=20)

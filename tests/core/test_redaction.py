@@ -70,8 +70,9 @@ def test_any_password_given_to_an_http_client_goes_but_only_a_password_like_one_
     assert (
         redact("some-cli -u deploy:hunter22 sync") == "some-cli -u deploy:[redacted:password] sync"
     )
-    # Elsewhere a pair of names is a user and a group.
-    assert redact("podman run -u deploy:deployers img") == "podman run -u deploy:deployers img"
+    # Elsewhere a pair of names is a user and a group, and a host may have a port.
+    for text in ("podman run -u deploy:deployers img", "some-cli -u localhost:8080/api status"):
+        assert redact(text) == text
 
 
 def test_a_password_option_is_one_only_for_the_commands_it_belongs_to():

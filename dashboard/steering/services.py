@@ -394,6 +394,13 @@ def has_queued(agent_pk: int) -> bool:
     return agent_pk in _state().queued
 
 
+def queued_and_paused(agent_pk: int) -> tuple[bool, bool]:
+    """Whether something is queued for the agent, and whether it is paused (this process's
+    view); may read the database, so not on the event loop."""
+    view = _state()
+    return agent_pk in view.queued, agent_pk in view.paused
+
+
 def pause_open_now(agent_pk: int) -> Pause | None:
     """Read from the database itself (a held call checks again after each wake)."""
     return Pause.objects.filter(agent_id=agent_pk, resumed_at__isnull=True).first()

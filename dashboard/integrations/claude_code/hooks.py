@@ -422,13 +422,14 @@ async def stopping_steered(agent_pk: int, *, client: str) -> Output | None:
     """An agent stopping: continued with what someone said to it from the board (not an
     enforcer's continuation), or let stop when it is paused or was told to stop; None when
     the board has nothing to say and the enforcer decides."""
-    if steering.has_queued(agent_pk):
+    queued, paused = await reader.read(steering.queued_and_paused, agent_pk)
+    if queued:
         said = await write(steering.directives_claim, agent_pk=agent_pk, via=f"Stop ({client})")
         if said.value.messages and said.value.stop is None:
             return {"decision": "block", "reason": said.value.context}
         if said.value.stop is not None:
             return {}
-    if steering.is_paused(agent_pk):
+    if paused:
         return {}
     return None
 

@@ -4,15 +4,55 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('dashboard', '0015_audit_chain'),
+        ("dashboard", "0015_audit_chain"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditentry',
-            name='action',
-            field=models.CharField(choices=[('plan.approved', 'approved a plan'), ('plan.approved_auto', 'approved a plan, auto-accepting edits'), ('plan.rejected', 'rejected a plan'), ('plan.approval', 'approved a plan (one of two approvals)'), ('request.allowed', 'allowed a tool'), ('request.remembered', 'always allowed a tool (rule written)'), ('request.denied', 'denied a tool'), ('request.stopped', 'denied a tool and stopped the agent'), ('countdown.cancelled', 'cancelled a continuation countdown'), ('rule.added', 'added a team rule'), ('rule.changed', 'changed a team rule'), ('rule.removed', 'removed a team rule'), ('token.created', 'created an agent token'), ('token.revoked', 'revoked an agent token'), ('auth.signed_in', 'signed in'), ('auth.signed_out', 'signed out'), ('auth.failed', 'failed to sign in'), ('auth.locked_out', 'was locked out'), ('role.changed', "changed a person's role"), ('team.created', 'created a team'), ('team.changed', 'changed a team'), ('team.removed', 'removed a team'), ('team.member_added', 'added a team member'), ('team.member_changed', "changed a team member's role"), ('team.member_removed', 'removed a team member'), ('project.changed', "changed a project's settings"), ('notify.target_added', 'added a notification target'), ('notify.target_changed', 'changed a notification target'), ('notify.target_removed', 'removed a notification target'), ('budget.changed', 'set a budget'), ('budget.continued', 'let an over-budget session continue once'), ('budget.blocked', 'refused a tool call over budget'), ('decision.undone', 'took back a decision before it was sent'), ('agent.messaged', 'sent an agent a message'), ('agent.paused', 'paused an agent'), ('agent.resumed', 'resumed an agent'), ('agent.stopped', 'stopped an agent')], max_length=40),
+            model_name="auditentry",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("plan.approved", "approved a plan"),
+                    ("plan.approved_auto", "approved a plan, auto-accepting edits"),
+                    ("plan.rejected", "rejected a plan"),
+                    ("plan.approval", "approved a plan (one of two approvals)"),
+                    ("request.allowed", "allowed a tool"),
+                    ("request.remembered", "always allowed a tool (rule written)"),
+                    ("request.denied", "denied a tool"),
+                    ("request.stopped", "denied a tool and stopped the agent"),
+                    ("countdown.cancelled", "cancelled a continuation countdown"),
+                    ("rule.added", "added a team rule"),
+                    ("rule.changed", "changed a team rule"),
+                    ("rule.removed", "removed a team rule"),
+                    ("token.created", "created an agent token"),
+                    ("token.revoked", "revoked an agent token"),
+                    ("auth.signed_in", "signed in"),
+                    ("auth.signed_out", "signed out"),
+                    ("auth.failed", "failed to sign in"),
+                    ("auth.locked_out", "was locked out"),
+                    ("role.changed", "changed a person's role"),
+                    ("team.created", "created a team"),
+                    ("team.changed", "changed a team"),
+                    ("team.removed", "removed a team"),
+                    ("team.member_added", "added a team member"),
+                    ("team.member_changed", "changed a team member's role"),
+                    ("team.member_removed", "removed a team member"),
+                    ("project.changed", "changed a project's settings"),
+                    ("notify.target_added", "added a notification target"),
+                    ("notify.target_changed", "changed a notification target"),
+                    ("notify.target_removed", "removed a notification target"),
+                    ("budget.changed", "set a budget"),
+                    ("budget.continued", "let an over-budget session continue once"),
+                    ("budget.blocked", "refused a tool call over budget"),
+                    ("decision.undone", "took back a decision before it was sent"),
+                    ("agent.messaged", "sent an agent a message"),
+                    ("agent.paused", "paused an agent"),
+                    ("agent.resumed", "resumed an agent"),
+                    ("agent.stopped", "stopped an agent"),
+                ],
+                max_length=40,
+            ),
         ),
     ]

@@ -37,12 +37,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from dashboard.core import reader
 from dashboard.core.audit import Via, audit
 from dashboard.core.changes import Changes, Outcome
 from dashboard.core.errors import ServiceError
-from dashboard.core.loops import keep
+from dashboard.core.loops import PerLoop
 from dashboard.core.redaction import redact
-from dashboard.core.writer import write
+from dashboard.core.writer import write_behind
 from dashboard.models import AuditAction
 from planmode import permissions, services
 from planmode.models import PermissionRequest, Plan, PlanStatus, RequestStatus
@@ -373,23 +374,74 @@ def staged_release_due() -> Outcome[int]:
     return Outcome(released, changes)
 
 
-_releases: set[asyncio.Task[Any]] = set()
+def staged_due() -> list[tuple[str, int]]:
+    """The plans and requests whose undo window has closed, oldest first (at most
+    `RELEASE_BATCH` of each)."""
+    now = timezone.now()
+    due: list[tuple[str, int]] = []
+    for kind, model in (("plan", Plan), ("request", PermissionRequest)):
+        closed = model.objects.filter(status="pending", sends_at__lte=now).order_by(
+            "sends_at", "pk"
+        )
+        due += [(kind, pk) for pk in closed.values_list("pk", flat=True)[:RELEASE_BATCH]]
+    return due
+
+
+def staged_release(*, kind: str, pk: int) -> Outcome[int]:
+    """Send one staged decision whose window has closed (1), or nothing (0) when another
+    process sent it, or it was undone, just now."""
+    now = timezone.now()
+    model = Plan if kind == "plan" else PermissionRequest
+    row = model.objects.filter(pk=pk, status="pending", sends_at__lte=now).first()
+    if row is None:
+        return Outcome(0)
+    with transaction.atomic(savepoint=False):
+        if isinstance(row, Plan):
+            changes = _release_plan(row, now)
+        else:
+            changes = _release_request(row, now)
+    return Outcome(1, changes)
+
+
+class _Releaser:
+    """Sends what is due, from one event loop: each decision in a write of its own behind the
+    others' (`write_behind`), so three hundred windows that end together cost another agent's
+    write at most one of them at a time, instead of holding the writer (SQLite's one writer,
+    for a team on one machine) for seconds. Windows that end while it sends are sent in the
+    same run."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.task: asyncio.Task[None] | None = None
+        self.again = False
+
+    def wake(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.again = True
+            return
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                self.again = False
+                due = await reader.read(staged_due)
+                if due:
+                    await asyncio.gather(
+                        *(write_behind(staged_release, kind=kind, pk=pk) for kind, pk in due)
+                    )
+                if not self.again and len(due) < RELEASE_BATCH:
+                    return
+        except Exception:
+            logger.exception("could not send staged decisions")
+
+
+_releasers = PerLoop(_Releaser)
 
 
 def release_later(sends_at: set[datetime]) -> None:
     """Send what is due at each of `sends_at`, from this process's loop (the periodic sweep
     sends it too, should this process stop before then)."""
     loop = asyncio.get_running_loop()
-
-    def release() -> None:
-        keep(_releases, loop.create_task(_release()))
-
+    releaser = _releasers(loop)
     for when in sends_at:
-        loop.call_later(max(0.0, (when - timezone.now()).total_seconds()), release)
-
-
-async def _release() -> None:
-    try:
-        await write(staged_release_due)
-    except Exception:
-        logger.exception("could not send staged decisions")
+        loop.call_later(max(0.0, (when - timezone.now()).total_seconds()), releaser.wake)

@@ -865,6 +865,100 @@ async def held_hooks_of(
     )
 
 
+# The undo window of the server that measures decisions sent together.
+BURST_WINDOW = 1.0
+# Reviewers deciding at once in that measurement, each on a connection of their own.
+BURST_REVIEWERS = 20
+
+
+async def deciding_burst(servers: list[LiveServer], seconds: float, held: int, label: str) -> None:
+    """`held` held Bash requests decided by reviewers all at once, with an undo window, so that
+    their windows end together, while TodoWrite arrives at 100/s: the other agents keep their
+    p99 within twice their own, and each held hook hears its answer within a second of its
+    window's end."""
+    print(
+        f"\nDecisions sent together, {label}: {held} held Bash requests allowed by "
+        f"{BURST_REVIEWERS} reviewers at once, {BURST_WINDOW:.0f} s undo window, "
+        "TodoWrite at 100/s:"
+    )
+    first = servers[0]
+    ingest_at_100 = todo_writes_at_100(servers, seconds)
+    await ingest_at_100()  # warm-up
+    before = await ingest_at_100()
+    tag = uuid.uuid4().hex[:8]
+    answered_at: dict[str, float] = {}
+
+    async def hold(n: int) -> Response:
+        session = f"burst-{tag}-{n}"
+        request = http_request(
+            "POST",
+            "/hooks/claude-code",
+            body=held_hook_body("permission", session, n),
+            headers={"Authorization": f"Bearer {first.token}"},
+        )
+        connection = await Connection.open(servers[n % len(servers)].port)
+        response = await connection.send(request)
+        answered_at[session] = time.perf_counter()
+        connection.close()
+        return response
+
+    hooks = [asyncio.ensure_future(hold(n)) for n in range(held)]
+    sql = (
+        "SELECT r.id, s.session_id FROM planmode_permissionrequest r "
+        "JOIN dashboard_session s ON r.session_id = s.id "
+        "WHERE s.session_id LIKE %s AND r.status = 'pending'"
+    )
+    deadline = time.perf_counter() + 60
+    pending: list[tuple[int, str]] = []
+    while len(pending) < held and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
+        pending = await asyncio.to_thread(first.query, sql, (f"burst-{tag}-%",))
+    await asyncio.sleep(SETTLE_SECONDS)
+    browser = first.log_in()
+    decided_at: dict[str, float] = {}
+
+    async def reviewer(share: list[tuple[int, str]]) -> None:
+        connection = await Connection.open(first.port)
+        for request_id, session in share:
+            await connection.send(allow_request(browser, request_id))
+            decided_at[session] = time.perf_counter()
+        connection.close()
+
+    deciding_run = asyncio.ensure_future(ingest_at_100())
+    await asyncio.sleep(min(1.0, seconds / 4))
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(reviewer(pending[index::BURST_REVIEWERS]) for index in range(BURST_REVIEWERS))
+    )
+    decided = time.perf_counter() - started
+    results = await asyncio.wait_for(asyncio.gather(*hooks, return_exceptions=True), 60)
+    deciding = await deciding_run
+    allowed = sum(
+        1
+        for result in results
+        if isinstance(result, Response) and result.status == 200 and b'"allow"' in result.body
+    )
+    late = [
+        answered_at[session] - (decided_at[session] + BURST_WINDOW)
+        for session in decided_at
+        if session in answered_at
+    ]
+    latest = max(late, default=float("nan"))
+    row(f"{held} decisions made", f"{decided:6.2f} s", f"{len(pending)} waiting")
+    row(
+        f"TodoWrite hook p99 while {held} are decided and sent",
+        f"{deciding.percentile(0.99):6.1f} ms",
+        f"without: {before.percentile(0.99):.1f} ms; goal ≤ 2 x; {deciding.errors} errors",
+        within_twice(deciding, before),
+    )
+    row(
+        "last held hook answered after its window ended",
+        f"{latest:6.2f} s",
+        f"{allowed} of {held} allowed; goal ≤ 1 s",
+        check(latest <= 1.0 and allowed == held),
+    )
+
+
 @functools.lru_cache(maxsize=64)
 def marks(message: str) -> list[tuple[int, int]]:
     """The (agent, write) marks a board message shows. Every socket gets the same messages:
@@ -1066,6 +1160,10 @@ async def main(arguments: argparse.Namespace) -> None:
             if "held" in parts:
                 held = 30 if arguments.smoke else 300
                 await held_hooks([server], seconds, held, "embedded default (SQLite)")
+                with running_server(
+                    tmp, "embedded-undo", AGENTBOARD_UNDO_SECONDS=str(BURST_WINDOW)
+                ) as deciding:
+                    await deciding_burst([deciding], seconds, held, "embedded default (SQLite)")
             if "plans" in parts:
                 await largest_plans_part(server)
                 await costly_plans_part(server)

@@ -17,6 +17,7 @@ from dashboard.costs import budgets
 from dashboard.integrations.claude_code import hooks
 from dashboard.integrations.claude_code.schemas import HookInput
 from dashboard.models import Session
+from dashboard.steering import services as steering
 from planmode import allow_once
 from planmode.models import InboxChoice, PermissionRequest, RequestStatus, RuleBehavior, TeamRule
 from planmode.permissions import Answer, permission_decide
@@ -79,6 +80,7 @@ def sessions_read_once(monkeypatch):
     them just before does."""
     monkeypatch.setattr(allow_once, "SESSIONS_TTL", 3600.0)
     monkeypatch.setattr(budgets, "HELD_TTL", 3600.0)
+    monkeypatch.setattr(steering, "STEERING_TTL", 3600.0)
 
 
 async def test_without_anyone_asking_a_refusal_is_answered_at_once(agent, reviewer):
@@ -208,7 +210,7 @@ def test_a_tool_call_of_a_session_without_a_refusal_open_costs_no_query(
             step=hooks.hook_step(payload),
             tool_name=payload["tool_name"],
             tool_input=payload["tool_input"],
-        ).value
+        ).value.output
 
     with transaction.atomic(), django_assert_num_queries(0):
         assert record(pre_tool_use(refused, tool_use_id="toolu_quiet")) == {}

@@ -10,10 +10,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Query, Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from dashboard.activity.models import Step, StepOutcome
-from dashboard.activity.selectors import MAX_PAGE_SIZE, PAGE_SIZE, session_steps
+from dashboard.activity.selectors import (
+    CURSOR_MAX_LENGTH,
+    CURSOR_PATTERN,
+    MAX_PAGE_SIZE,
+    PAGE_SIZE,
+    session_steps,
+)
 from dashboard.activity.services import step_record_for
 from dashboard.activity.summaries import step_draft
 from dashboard.core.edge import SPACE_CLASS
@@ -31,6 +37,19 @@ PRINTABLE_PATTERN = rf"^[^\u0000]*[^\u0000-\u001f\u007f-\u009f\ufeff{SPACE_CLASS
 CallName = Annotated[
     str,
     Field(min_length=1, max_length=200, pattern=PRINTABLE_PATTERN),
+]
+
+
+# Checked by `decode_cursor` (a 400 `invalid_cursor`), which takes every text this matches.
+Cursor = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^(?:{CURSOR_PATTERN.removeprefix('^').removesuffix('$')})?$",
+            "maxLength": CURSOR_MAX_LENGTH,
+        }
+    ),
 ]
 
 
@@ -114,7 +133,8 @@ async def activity_export(
     request: HttpRequest,
     session_id: str,
     after: Annotated[
-        str | None, Query(None, description="The `next_cursor` of the page before.")
+        Cursor | None,
+        Query(None, description="The `next_cursor` of the page before; empty for the first."),
     ] = None,
     agent_id: Annotated[str | None, Query(None, description="Only this agent's steps.")] = None,
     tool: Annotated[str | None, Query(None, description="Only this tool's, e.g. `Bash`.")] = None,

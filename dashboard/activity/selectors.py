@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
+import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from dashboard.activity.models import Step, StepOutcome
 from dashboard.activity.summaries import tool_kind
@@ -20,6 +19,15 @@ from dashboard.models import Agent, Session
 IDLE_AFTER = timedelta(minutes=5)
 PAGE_SIZE = 100
 MAX_PAGE_SIZE = 500
+
+# A page's cursor: its last step's start in microseconds since 1970 and its id, so that any
+# text the pattern matches is a place in the list and the API's schema says exactly that.
+CURSOR_PATTERN = r"^-?[0-9]{1,17}\.[0-9]{1,18}$"
+CURSOR_MAX_LENGTH = 37
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+CURSOR_MIN_MICROS = (datetime.min.replace(tzinfo=UTC) - EPOCH) // MICROSECOND
+CURSOR_MAX_MICROS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // MICROSECOND
 
 VERBS = {
     "bash": "Running",
@@ -229,21 +237,18 @@ def session_steps(
 
 
 def encode_cursor(step: Step) -> str:
-    raw = f"{step.started_at.isoformat()}|{step.pk}"
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return f"{(step.started_at - EPOCH) // MICROSECOND}.{step.pk}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    """Raises ValueError for a cursor this server did not hand out."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        moment, _, pk = raw.partition("|")
-        started_at = parse_datetime(moment)
-        if started_at is None:
-            raise ValueError
-        return started_at, int(pk)
-    except (ValueError, UnicodeDecodeError):
-        raise ValueError("not a cursor of this list") from None
+    """Raises ValueError for a cursor this server did not hand out. Every text CURSOR_PATTERN
+    matches is a place in the list (the API publishes the pattern)."""
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise ValueError("not a cursor of this list")
+    micros, _, pk = cursor.partition(".")
+    # A moment beyond what a datetime holds is before (or after) every step.
+    micros_held = min(max(int(micros), CURSOR_MIN_MICROS), CURSOR_MAX_MICROS)
+    return EPOCH + micros_held * MICROSECOND, int(pk)
 
 
 def agents_in_tool_call(*, owner: AbstractBaseUser, session_id: str, tool: str) -> set[str]:

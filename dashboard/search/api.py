@@ -3,6 +3,7 @@ on the search page (`dashboard.core.visibility`)."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from html import unescape
 from typing import Annotated, Literal
@@ -12,8 +13,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, QueryDict
 from ninja import Query, Router
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, WithJsonSchema
 
+from dashboard.core.edge import MAX_INTEGER
 from dashboard.core.errors import ServiceError
 from dashboard.core.visibility import audience_of
 from dashboard.search import selectors
@@ -24,6 +26,22 @@ from todos.schemas import ErrorOut
 
 router = Router(tags=["search"])
 Kind = Literal["session", "todos", "plan", "comment", "decision", "request", "step"]
+DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def _written_as_a_day(value: object) -> date:
+    """Only `2026-11-01`: a date parser also takes `0`, `20261101` or a midnight datetime."""
+    if not isinstance(value, str) or not re.fullmatch(DAY_PATTERN, value):
+        raise ValueError("must be a day like 2026-11-01")
+    return date.fromisoformat(value)
+
+
+# A day as the search page takes it, and nothing else the schema would not call a date.
+Day = Annotated[
+    date,
+    BeforeValidator(_written_as_a_day),
+    WithJsonSchema({"type": "string", "format": "date", "pattern": DAY_PATTERN}),
+]
 
 
 class HitOut(BaseModel):
@@ -51,11 +69,11 @@ async def search(
     request: HttpRequest,
     q: Annotated[str, Query(description="Words, or a phrase in double quotes.")],
     kind: Annotated[Kind | None, Query(None, description="Only this kind of result.")] = None,
-    project: Annotated[int | None, Query(None, description="Only this project's (its id).")] = None,
-    since: Annotated[
-        date | None, Query(None, description="From this day, e.g. 2026-11-01.")
+    project: Annotated[
+        int | None, Query(None, ge=1, le=MAX_INTEGER, description="Only this project's (its id).")
     ] = None,
-    until: Annotated[date | None, Query(None, description="Up to this day, included.")] = None,
+    since: Annotated[Day | None, Query(None, description="From this day, e.g. 2026-11-01.")] = None,
+    until: Annotated[Day | None, Query(None, description="Up to this day, included.")] = None,
     limit: Annotated[int, Query(20, ge=1, le=60)] = 20,
 ) -> dict:
     """The most relevant first. Words are matched in any form ("paginate" finds "pagination");

@@ -3,7 +3,7 @@ requests and tool steps, with filters for kind, project, person and dates."""
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from urllib.parse import urlencode
 
 from django.core.exceptions import BadRequest
@@ -47,8 +47,12 @@ def _day(value: str, name: str, *, after: bool = False) -> datetime | None:
         day = None
     if day is None:
         raise BadRequest(f"The {name} date must be a day like 2026-11-26.")
-    moment = timezone.make_aware(datetime.combine(day, time.min))
-    return moment + timedelta(days=1) if after else moment
+    # The first and last days a date can hold bound nothing (and a day after the last is none).
+    if day == (date.max if after else date.min):
+        return None
+    if after:
+        day += timedelta(days=1)
+    return timezone.make_aware(datetime.combine(day, time.min))
 
 
 @login_required

@@ -12,7 +12,7 @@ from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
 from dashboard.core.audit import Via
-from dashboard.core.edge import MAX_INTEGER
+from dashboard.core.edge import MAX_INTEGER, SPACE_CLASS
 from dashboard.core.writer import write
 from dashboard.models import Agent
 from dashboard.steering import services
@@ -25,17 +25,26 @@ router = Router(tags=["steering"])
 STEER_ERRORS = {**ERRORS, 404: ErrorOut}
 ProjectId = Annotated[int, Path(ge=1, le=MAX_INTEGER)]
 
+# What `services.checked_text` accepts, published: once stripped, no control character but a
+# line break or a tab (a message must also hold something else than whitespace).
+_CONTROL = r"\u0000-\u0008\u000b-\u001f"
+_STRIPPED_TEXT = rf"[^{_CONTROL}]*[^{_CONTROL}{SPACE_CLASS}]"
+MESSAGE_PATTERN = rf"^[{SPACE_CLASS}]*{_STRIPPED_TEXT}[{SPACE_CLASS}]*$"
+REASON_PATTERN = rf"^[{SPACE_CLASS}]*(?:{_STRIPPED_TEXT})?[{SPACE_CLASS}]*$"
+
 
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(max_length=MAX_TEXT_CHARS)
+    text: str = Field(max_length=MAX_TEXT_CHARS, json_schema_extra={"pattern": MESSAGE_PATTERN})
 
 
 class ReasonIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(default="", max_length=MAX_TEXT_CHARS)
+    reason: str = Field(
+        default="", max_length=MAX_TEXT_CHARS, json_schema_extra={"pattern": REASON_PATTERN}
+    )
 
 
 class SteeredOut(BaseModel):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 
+from dashboard.models import Session
 from dashboard.steering.models import Directive, Pause
 
 # A card shows this many of its agent's latest messages and stops.
@@ -68,3 +70,40 @@ def paused_by_session(session_pks: Sequence[int]) -> dict[int, tuple[int, Pause]
         count = found[pause.session_id][0] if pause.session_id in found else 0
         found[pause.session_id] = (count + 1, pause)
     return found
+
+
+# The timeline lists this many of a session's latest messages, stops, pauses and resumes.
+EVENTS_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class SteeringEvent:
+    """One thing a lead did to an agent, for the timeline: who, when, what, to which agent."""
+
+    at: datetime
+    kind: str  # "message", "stop", "pause" or "resume"
+    by: str
+    agent_pk: int
+    text: str = ""
+    # A message's or a stop's state ("queued", "delivered", "undelivered") and how.
+    directive: Directive | None = None
+
+
+def steering_events(session: Session, limit: int = EVENTS_SHOWN) -> list[SteeringEvent]:
+    """The session's latest messages, stops, pauses and resumes, newest first (two queries)."""
+    events = [
+        SteeringEvent(d.created_at, d.kind, d.created_by_name, d.agent_id, text=d.text, directive=d)
+        for d in Directive.objects.filter(session=session).order_by("-created_at", "-pk")[:limit]
+    ]
+    for pause in Pause.objects.filter(session=session).order_by("-paused_at", "-pk")[:limit]:
+        events.append(
+            SteeringEvent(
+                pause.paused_at, "pause", pause.paused_by_name, pause.agent_id, pause.reason
+            )
+        )
+        if pause.resumed_at is not None:
+            events.append(
+                SteeringEvent(pause.resumed_at, "resume", pause.resumed_by_name, pause.agent_id)
+            )
+    events.sort(key=lambda event: event.at, reverse=True)
+    return events[:limit]

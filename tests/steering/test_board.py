@@ -278,3 +278,25 @@ def test_the_board_reads_steering_in_the_same_number_of_queries_however_many_age
         services.pause(user=reviewer, target=target, reason="hold")
 
     assert queries() <= few
+
+
+def test_the_timeline_shows_each_message_pause_resume_and_stop(as_lead, session):
+    send(as_lead, "message", {"agent": SESSION, "text": "Use staging."})
+    send(as_lead, "pause", {"agent": SESSION, "reason": "Deploy"})
+    send(as_lead, "resume", {"agent": SESSION})
+    send(as_lead, "stop", {"agent": SUBAGENT, "reason": "Enough"})
+
+    response = as_lead.get(f"/sessions/{SESSION}/timeline/")
+    events = parse_html(response.content).find_all("li", cls="steer-event")
+    kinds = [event.attrs["data-steer-event"] for event in events]
+    assert sorted(kinds) == ["message", "pause", "resume", "stop"]
+    texts = " | ".join(event.text() for event in events)
+    assert "lead messaged main" in texts and "Use staging." in texts
+    assert "lead paused main" in texts and "lead resumed main" in texts
+    assert "lead stopped" in texts and "Enough" in texts
+
+
+def test_the_overview_offers_a_paused_filter(as_lead, session):
+    document = parse_html(as_lead.get("/?state=paused").content)
+
+    assert document.find("button", data_filter="paused").text() == "Paused"

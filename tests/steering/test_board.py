@@ -300,3 +300,23 @@ def test_the_overview_offers_a_paused_filter(as_lead, session):
     document = parse_html(as_lead.get("/?state=paused").content)
 
     assert document.find("button", data_filter="paused").text() == "Paused"
+
+
+def test_a_needs_a_look_line_offers_message_pause_and_stop_and_the_failed_steps(as_lead, session):
+    from dashboard.activity.models import Concern, ConcernKind
+
+    main = Agent.objects.get(agent_id=SESSION)
+    Concern.objects.create(
+        agent=main,
+        session=session,
+        kind=ConcernKind.LOOPING,
+        since=timezone.now() - timedelta(minutes=3),
+        detail="“pytest tests/api” failed 3 times in a row",
+    )
+
+    look = board(as_lead).find(cls="kind-look")
+    assert set(steer_links(look)) == {"message", "pause", "stop"}
+    assert steer_links(look)["pause"] == f"/steer/{SESSION}/pause/?agent={SESSION}"
+    assert look.find("button").text() == "Dismiss"
+    failed = look.find("a", href=f"/sessions/{SESSION}/timeline/?agent={SESSION}&failures=1")
+    assert failed.text() == "Its failed steps on the timeline"

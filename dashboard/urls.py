@@ -48,6 +48,7 @@ urlpatterns = [
     path("oidc/", include("dashboard.sso.urls")),
     path("search/", include("dashboard.search.urls")),
     path("inbox/", include("planmode.inbox_urls")),
+    path("steer/", include("dashboard.steering.urls")),
     path("accounts/login/", sso_views.LoginPage.as_view(), name="login"),
     path("accounts/logout/", sso_views.LogoutPage.as_view(), name="logout"),
     path("accounts/password/", views.PasswordChange.as_view(), name="password-change"),

@@ -26,6 +26,7 @@ from django.utils.timesince import timesince
 
 from dashboard.board.parts_html import now_html, progress_bar, usage_figure
 from dashboard.board.selectors import AgentCard
+from dashboard.board.steer_html import steer_actions, steering_lines
 from dashboard.board.todo_html import cut
 from dashboard.models import Agent
 from planmode.inbox import InboxItem
@@ -47,6 +48,7 @@ CARD = (
     "\n  </header>"
     "\n  {waits}"
     "\n  {now}"
+    "\n  {steering}{steer}"
     "\n  {countdown}"
     "\n  {note}"
     '\n  <div class="card-progress">'
@@ -209,11 +211,17 @@ def _flag_history(events: list[EnforcerEvent]) -> SafeString:
 
 
 def agent_card(
-    card: AgentCard, *, oob: bool = False, oob_insert: str = "", flash: bool = False
+    card: AgentCard,
+    *,
+    oob: bool = False,
+    oob_insert: str = "",
+    flash: bool = False,
+    steer: bool | None = None,
 ) -> SafeString:
     """The `<article>` of an agent on its session's board. `oob`: it replaces the card already
     on the page (a live update); `oob_insert`: it goes in at that place instead; `flash`: it
-    just changed."""
+    just changed; `steer`: whether the viewer may message, pause and stop it (None: a fragment
+    for every viewer of the board, whose page hides what is not theirs)."""
     a, t = card.agent, card.tally
     label, main, stopped = a.label, a.is_main, a.status == Agent.Status.STOPPED
     next_pending = card.next_pending
@@ -236,6 +244,15 @@ def agent_card(
             "", "{}", ((_wait(item),) for item in card.waits if item.kind != "countdown")
         ),
         now=format_html(NOW, now_html(card.now)) if card.now and not card.waits else "",
+        steering=steering_lines(card.steering),
+        steer=steer_actions(
+            a.session.session_id,
+            who=label if main else f"{label} {a.short_id}",
+            agent_id=a.agent_id,
+            paused=card.steering.pause is not None,
+            # On a board, the page hides what its viewer may not do (`reviewer-only`).
+            steer=not (stopped or a.session.ended_at or steer is False),
+        ),
         countdown=_countdown(card.countdown, label) if card.countdown else "",
         note=format_html(NOTE, a.session.other_enforcer)
         if main and a.session.other_enforcer

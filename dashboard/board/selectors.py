@@ -25,6 +25,8 @@ from dashboard.core.keyset import Page, page_of
 from dashboard.core.sql import PreparedQuery, aware, rows_in
 from dashboard.core.visibility import EVERYONE, Audience
 from dashboard.models import Agent, Session
+from dashboard.steering.models import Pause
+from dashboard.steering.selectors import AgentSteering, paused_by_session, steering_by_agent
 from planmode.inbox import (
     InboxItem,
     Waiting,
@@ -106,6 +108,8 @@ class AgentCard:
     now: NowLine | None = None
     # What capabilities add (`CARD_PARTS`), by name.
     parts: dict[str, object] = field(default_factory=dict)
+    # Its open pause and what a lead said to it lately (`dashboard.steering`).
+    steering: AgentSteering = field(default_factory=AgentSteering)
 
     @property
     def shown_html(self) -> SafeString:
@@ -134,6 +138,9 @@ class SessionSummary:
     now: NowLine | None = None
     # What capabilities add (`SUMMARY_PARTS`), by name.
     parts: dict[str, object] = field(default_factory=dict)
+    # How many of its agents a lead paused, and the latest of those pauses.
+    paused: int = 0
+    pause: Pause | None = None
 
     @property
     def first_wait(self) -> InboxItem | None:
@@ -179,6 +186,7 @@ class SessionSummary:
         waits = ",".join(item.dom_id for item in self.waits)
         return (
             f"{self.group}|{waits}|{t.completed}/{t.of}|{self.current_activity}|{self.agent_count}"
+            f"|{self.paused}"
         )
 
 
@@ -208,6 +216,7 @@ class _CardParts:
     waits: list[InboxItem] = field(default_factory=list)
     now: NowLine | None = None
     added: dict[str, object] = field(default_factory=dict)
+    steering: AgentSteering = field(default_factory=AgentSteering)
 
 
 def _card(agent: Agent, parts: _CardParts) -> AgentCard:
@@ -242,6 +251,7 @@ def _card(agent: Agent, parts: _CardParts) -> AgentCard:
         hidden_after=len(todos) - end,
         waits=parts.waits,
         parts=parts.added,
+        steering=parts.steering,
     )
 
 
@@ -281,10 +291,10 @@ _RECENT_FLAGS = """
 
 
 def _cards(agents: list[Agent], *, waits: Sequence[InboxItem] | None = None) -> list[AgentCard]:
-    """The cards of these agents (their session and tracking rows loaded), in six queries, one
-    per part a capability adds (`CARD_PARTS`), and one more per kind of thing that waits on a
-    person, if any does. `waits`: what waits on a person in their session, already read, to
-    take each card's from instead of asking again."""
+    """The cards of these agents (their session and tracking rows loaded), in eight queries
+    (two of them steering's), one per part a capability adds (`CARD_PARTS`), and one more per
+    kind of thing that waits on a person, if any does. `waits`: what waits on a person in their
+    session, already read, to take each card's from instead of asking again."""
     parts = {agent.pk: _CardParts() for agent in agents}
     pks = list(parts)
     for todo in _todos.rows(pks):
@@ -302,6 +312,8 @@ def _cards(agents: list[Agent], *, waits: Sequence[InboxItem] | None = None) -> 
     for name, read in CARD_PARTS.items():
         for agent_pk, part in read(pks).items():
             parts[agent_pk].added[name] = part
+    for agent_pk, steering in steering_by_agent(pks).items():
+        parts[agent_pk].steering = steering
     latest = latest_steps_by_agent(pks)
     for agent in agents:
         parts[agent.pk].now = now_line(
@@ -388,6 +400,7 @@ def session_summaries(
     waits = waiting_by_session(ids, among=waits_among)
     latest = latest_steps_by_session(ids)
     parts = {name: read(ids) for name, read in SUMMARY_PARTS.items()}
+    paused = paused_by_session(ids)
     summaries = []
     for session in sessions:
         c = counts[session.pk]
@@ -414,6 +427,8 @@ def session_summaries(
                 parts={
                     name: found[session.pk] for name, found in parts.items() if session.pk in found
                 },
+                paused=paused[session.pk][0] if session.pk in paused else 0,
+                pause=paused[session.pk][1] if session.pk in paused else None,
             )
         )
     return summaries

@@ -20,6 +20,7 @@ from django.utils.timesince import timesince
 
 from dashboard.board.parts_html import now_html, progress_bar, usage_figure
 from dashboard.board.selectors import SessionSummary
+from dashboard.board.steer_html import paused_line, steer_actions
 
 # The markup of a row, in constant pieces; `format_html` fills in and escapes every value.
 ROW = (
@@ -27,7 +28,7 @@ ROW = (
     '\n    data-group="{group}" data-change-key="{change_key}" data-active="{active}" '
     'data-waiting="{waiting}" data-waits="{waits}" data-owner="{owner}" data-team="{team}" '
     'data-client="{client}" data-project="{project_pk}" data-person="{username}" '
-    'data-machine="{machine}"'
+    'data-machine="{machine}" data-paused="{paused}"'
     '\n    data-search="{search}">'
     '\n  <span class="live-dot{live}" role="img" aria-label="{state}"></span>'
     '\n  <span class="row-project"><strong class="project" title="Project {project}">'
@@ -37,13 +38,14 @@ ROW = (
     '\n  <span class="row-title"><a class="session-link" href="{href}" '
     'title="{project} · {username}{branch_aside} — {title} (session {short_id})">{title}</a>'
     '{branch} <code class="short-id meta" title="Session {session_id}">{short_id}</code></span>'
-    '\n  <span class="row-status">{status}</span>'
+    '\n  <span class="row-status">{status}{paused_line}</span>'
     # The included templates ended with a new line: a space between inline elements.
     '\n  <span class="row-progress">{bar}\n<span class="count">{done}/{of}</span></span>'
     '\n  <span class="agents">{agents} agent{plural}{flags}</span>'
     '\n  <span class="cost">{usage}\n</span>'
     '\n  <time class="when" datetime="{iso}" title="Last event {when}" data-relative>'
     "{since} ago</time>"
+    "{steer}"
     "\n</li>"
 )
 GAP = "\n    "
@@ -78,11 +80,32 @@ def _status(summary: SessionSummary) -> SafeString | str:
     return ""
 
 
+def _paused(summary: SessionSummary) -> SafeString | str:
+    """Paused by ana · 3 min: the reason, and how many of its agents, if not all."""
+    if summary.pause is None:
+        return ""
+    of = summary.agent_count
+    return format_html(
+        "{}{}",
+        paused_line(summary.pause, tag="span"),
+        format_html(' <span class="meta">({} of {} agents)</span>', summary.paused, of)
+        if of > 1
+        else "",
+    )
+
+
 def session_row(
-    summary: SessionSummary, *, oob: bool = False, oob_insert: str = "", flash: bool = False
+    summary: SessionSummary,
+    *,
+    oob: bool = False,
+    oob_insert: str = "",
+    flash: bool = False,
+    steer: bool | None = None,
 ) -> SafeString:
     """The `<li>` of a session on the overview. `oob`: it replaces the row already on the page
-    (a live update); `oob_insert`: it goes in at that place instead; `flash`: it just changed."""
+    (a live update); `oob_insert`: it goes in at that place instead; `flash`: it just changed;
+    `steer`: whether the viewer may message, pause and stop its agents (None: a row sent to
+    every viewer, whose page's script shows the buttons to those who may)."""
     s, tally = summary.session, summary.tally
     owner = s.owner
     username, full = owner.get_username(), owner.get_full_name()
@@ -128,6 +151,19 @@ def session_row(
         else "",
         session_id=s.session_id,
         status=_status(summary),
+        paused="true" if summary.paused and active else "false",
+        paused_line=_paused(summary) if active else "",
+        steer=format_html(
+            '\n  <span class="row-steer">{}</span>',
+            steer_actions(
+                s.session_id,
+                who=f"the agents of {s.project}",
+                paused=bool(summary.paused),
+                steer=steer,
+            ),
+        )
+        if active and steer is not False
+        else "",
         bar=progress_bar(tally, s.display_title),
         done=tally.completed,
         of=tally.of,

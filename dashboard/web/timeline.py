@@ -24,6 +24,7 @@ from dashboard.board import selectors
 from dashboard.core.edge import query_text
 from dashboard.core.security import login_required
 from dashboard.core.visibility import visible_sessions
+from dashboard.steering.selectors import steering_events
 from planmode.inbox import staged_in_session
 
 VIEWS = ("timeline", "list")
@@ -85,6 +86,14 @@ def session_timeline_page(request: HttpRequest, session_id: str) -> HttpResponse
             here["before"] = query["before"]
     context["here_query"] = urlencode(here)
     context["waits"] = [*context["summary"].waits, *staged_in_session(session.pk)]
+    # What leads said to its agents, and their pauses: who, when, what.
+    labels = {
+        agent.pk: agent.label if agent.is_main else f"{agent.label} {agent.short_id}"
+        for agent in timeline.agents
+    }
+    context["steering_events"] = [
+        (event, labels.get(event.agent_pk, "an agent")) for event in steering_events(session)
+    ]
     if view == "list":
         try:
             page = session_steps(

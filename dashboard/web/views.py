@@ -70,7 +70,7 @@ def _duration(length: timedelta) -> str:
     return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
-STATES = ("active", "waiting", "all")
+STATES = ("active", "waiting", "paused", "all")
 # Machines offered in the overview's filter: those seen this recently.
 MACHINES_SEEN = timedelta(days=30)
 
@@ -97,7 +97,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     only = overview_filter(request.GET)
     state = request.GET.get("state", "")
     if state and state not in STATES:
-        raise BadRequest(f"There is no state {state!r}; pick active, waiting or all.")
+        raise BadRequest(f"There is no state {state!r}; pick active, waiting, paused or all.")
     group = request.GET.get("group", "")
     if group and group not in selectors.GROUPINGS:
         raise BadRequest(f"Sessions group by project or by person, not by {group!r}.")

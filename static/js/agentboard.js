@@ -97,7 +97,8 @@
     });
   }, 250);
 
-  /* Overview filters: running (with what waits on me) / waiting on me / all, plus free text.
+  /* Overview filters: running (with what waits on me) / waiting on me / paused / all, plus
+     free text.
      The chip is remembered in this browser, the text for this tab. */
   var FILTER = "agentboard.filter";
   var SEARCH = "agentboard.search";
@@ -123,7 +124,7 @@
       var waiting = waitsOnMe(row);
       if (waiting) mineCount += parseInt(row.dataset.waits || "0", 10);
       var show = filter === "all" || (filter === "active" && (row.dataset.active === "true" || waiting)) ||
-        (filter === "waiting" && waiting);
+        (filter === "waiting" && waiting) || (filter === "paused" && row.dataset.paused === "true");
       if (text && row.dataset.search.indexOf(text) === -1) show = false;
       // A row of another kind of agent, project, person or machine, arriving live on a page
       // filtered by it (?client=, ?project=, ?person=, ?machine=).

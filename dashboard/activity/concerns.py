@@ -15,7 +15,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F, Max
 from django.utils import timezone
 
 from dashboard.activity.models import Concern, ConcernKind, Step, StepOutcome
@@ -98,6 +98,8 @@ def concerns_note(reports: list[StepReport], written: list[Changes]) -> None:
     for agent_pk, report in failing.items():
         if ConcernKind.LOOPING not in _watched.get(agent_pk, {}):
             _loop_check(report, written)
+        else:
+            _loop_counted(report, written)
 
 
 def concerns_end_for_stopped(stopped: dict[int, datetime], written: list[Changes]) -> None:
@@ -152,8 +154,7 @@ def _loop_check(report: StepReport, written: list[Changes]) -> None:
         agent_id=report.agent, kind=ConcernKind.LOOPING, ended_at__gte=last[-1][2]
     ).exists():
         return
-    what = f"“{report.summary}”" if report.summary else report.tool_name
-    detail = bounded_text(f"{what} failed {repeats} times in a row")
+    first = last[-1][2]
     try:
         with transaction.atomic():
             concern = Concern.objects.create(
@@ -161,13 +162,43 @@ def _loop_check(report: StepReport, written: list[Changes]) -> None:
                 session_id=report.session,
                 kind=ConcernKind.LOOPING,
                 since=report.at,
-                detail=detail,
+                detail=_loop_words(report, repeats, first),
                 input_hash=report.input_hash,
+                failures=repeats,
+                first_failed_at=first,
             )
     except IntegrityError:
         concern = None  # another process opened it first: one episode, notified there
     _watch(report.agent, ConcernKind.LOOPING, report.input_hash)
     _publish(written, report.agent, report.session, opened=concern)
+
+
+def _loop_counted(report: StepReport, written: list[Changes]) -> None:
+    """The call of an open loop failed once more: its line counts every failure, over how long,
+    and shows the latest error (two short statements, for a failing agent only)."""
+    loop = Concern.objects.filter(
+        agent_id=report.agent, kind=ConcernKind.LOOPING, ended_at__isnull=True
+    )
+    if not loop.update(failures=F("failures") + 1):
+        _unwatch(report.agent, [ConcernKind.LOOPING])  # ended in another process
+        return
+    failures, first = loop.values_list("failures", "first_failed_at").first() or (0, None)
+    loop.update(detail=_loop_words(report, failures, first or report.at))
+    _publish(written, report.agent, report.session)
+
+
+def _loop_words(report: StepReport, failures: int, first: datetime) -> str:
+    """“pytest -x” failed 20 times in 19 min: AssertionError: 3 != 4"""
+    what = f"“{report.summary}”" if report.summary else report.tool_name
+    seconds = max(0.0, (report.at - first).total_seconds())
+    if seconds < 60:
+        span = f"{round(seconds)} s"
+    elif seconds < 3600:
+        span = f"{round(seconds / 60)} min"
+    else:
+        span = f"{seconds / 3600:.1f} h"
+    words = f"{what} failed {failures} times in {span}"
+    return bounded_text(f"{words}: {report.error}" if report.error else words)
 
 
 def _publish(

@@ -123,12 +123,16 @@ class Concern(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="concerns")
     kind = models.CharField(max_length=12, choices=ConcernKind.choices)
     since = models.DateTimeField()
-    # What a person reads, bounded plain text ("“pytest -x” failed 3 times in a row").
+    # What a person reads, bounded plain text: "“pytest -x” failed 20 times in 19 min: Exit
+    # code 1" (a loop counts every failure and shows the last error's first line).
     detail = models.CharField(max_length=SUMMARY_CHARS, blank=True)
     # The repeated call of a loop: the same call again does not end it, another one does.
     input_hash = models.CharField(max_length=32, blank=True)
     # The call running long (overlong): its end ends the episode.
     tool_use_id = models.CharField(max_length=IDEMPOTENCY_KEY_LENGTH, blank=True)
+    # A loop: every failure of its call so far, counted from the first of those that opened it.
+    failures = models.PositiveIntegerField(default=0)
+    first_failed_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     # "healthy step", "agent stopped", "dismissed by <name>".
     end_reason = models.CharField(max_length=80, blank=True)

@@ -227,7 +227,8 @@ def test_a_command_that_exited_non_zero_failed_and_three_alike_are_a_loop(hook):
     steps = list(Step.objects.order_by("pk").values_list("outcome", "error"))
     assert steps == [("failed", "Exit code 2")] * 3
     (concern,) = Concern.objects.all()
-    assert (concern.kind, concern.detail) == ("looping", "“ls src” failed 3 times in a row")
+    assert concern.kind == "looping"
+    assert concern.detail.startswith("“ls src” failed 3 times in ")
 
     hook(load_fixture("post_tool_use_bash.json", tool_use_id="call_ls_3", exit_code=0))
     assert Step.objects.order_by("pk").last().outcome == "ok"

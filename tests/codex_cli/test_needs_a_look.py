@@ -35,18 +35,16 @@ def test_the_same_failing_command_three_times_needs_a_look_until_a_healthy_step(
             lambda: [c for c in concerns(board, session_id) if not c.ended],
             "the looping concern",
         )
-        assert (looping.kind, looping.detail) == (
-            "looping",
-            "“ls /no/such/dir” failed 3 times in a row",
-        ), project.report()
+        assert looping.kind == "looping", project.report()
+        assert looping.detail.startswith("“ls /no/such/dir” failed 3 times in "), project.report()
         looks = wait_until(
             lambda: (found := lead.looks(session_id)).count == 1 and found,
             "the header to count the loop",
         )
         assert "Needs a look · looping" in looks.row
         assert "The main agent needs a look — Looping" in looks.banner
-        assert "Needs a look — Looping: “ls /no/such/dir” failed 3 times in a row" in looks.card
-        assert "Looping: “ls /no/such/dir” failed 3 times in a row" in looks.inbox
+        assert "Needs a look — Looping: “ls /no/such/dir” failed 3 times in " in looks.card
+        assert "Looping: “ls /no/such/dir” failed 3 times in " in looks.inbox
     finally:
         healthy.release()
     result = project.finish(running)

@@ -545,6 +545,8 @@ def record_and_enforce(
         if (
             known is not None
             and mode_stored(session_pk=known[1], mode=hook.permission_mode)
+            # What the board said to the agent rides on this answer: the full path carries it.
+            and not steering.has_queued(known[0])
             and enforcer.quiet_step(
                 agent_pk=known[0],
                 owner_pk=owner.pk,

@@ -156,29 +156,35 @@ def test_a_paused_agents_command_runs_only_after_resume(project, model):
     print(f"\nClaude Code {project.claude.version}: ran {released_in:.2f} s after Resume")
 
 
-def test_stop_ends_the_turn_and_the_cli_shows_the_reason(project, model):
+def test_stop_ends_the_turn_and_the_terminal_shows_the_reason(project, model):
+    """In the terminal: print mode (`claude -p`) of neither version prints a stop reason."""
     marker = project.directory / "should-not-run"
     stopped_call = bash(f"touch {marker}").hold()
     model.add(stopped_call, say("I went on anyway."))
-    started = project.start("Deploy the service.")
+    # `--allowedTools` takes every word after it: the mode option ends its list.
+    window = project.terminal(
+        "Deploy the service.", "--allowedTools", "Bash", "--permission-mode", "default"
+    )
     wait_until(stopped_call.taken.is_set, "the agent's first model request")
     assert steer(project, "stop", {"reason": STOP_REASON}) == 200
     stopped_call.release()
-    stdout, stderr = finish(project, started)
 
+    try:
+        screen = window.wait_for(STOP_REASON)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{project.report()}") from None
+    shown = [line.strip() for line in screen.splitlines() if STOP_REASON in line]
+    print(f"\nClaude Code {project.claude.version}'s terminal shows: {shown}")
+    time.sleep(1)
     assert not marker.exists(), f"The stopped command ran.\n{project.report()}"
-    assert STOP_REASON in stdout + stderr, project.report()
     assert not model.received("I went on anyway."), project.report()
-    print(
-        f"\nClaude Code {project.claude.version} exited {started.returncode}, printed: "
-        f"{(stdout + stderr).strip()[:400]!r}"
-    )
     [(kind, state, via)] = directives(project)
     assert (kind, state) == ("stop", "delivered") and via.startswith("PreToolUse"), via
 
     # The developer's next prompt runs normally.
     model.add(say("Back to work."))
-    assert "Back to work." in project.run("Carry on.", resume=True)
+    window.type("Carry on.")
+    window.wait_for("Back to work.")
 
 
 def test_a_message_to_a_stopping_agent_continues_it(project, model):

@@ -184,7 +184,10 @@ def test_stop_ends_the_turn_and_the_terminal_shows_the_reason(project, model):
     # The developer's next prompt runs normally.
     model.add(say("Back to work."))
     window.type("Carry on.")
-    window.wait_for("Back to work.")
+    try:
+        window.wait_for("Back to work.")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{project.report()}") from None
 
 
 def test_a_message_to_a_stopping_agent_continues_it(project, model):

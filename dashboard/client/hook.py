@@ -32,6 +32,9 @@ HOOK_PATH = "/hooks/claude-code"
 # Hooks the server may hold: a Stop in its continuation countdown, a permission request, a
 # refusal by auto mode that a lead asked to see in the inbox.
 HELD_EVENTS = frozenset({"Stop", "SubagentStop", "PermissionRequest", "PermissionDenied"})
+# A paused agent's tool call is held at its PreToolUse until a resume: for as long as the agent
+# lets the hook run, like the held events, but answered at once otherwise (no waiting thread).
+PAUSABLE_EVENTS = frozenset({"PreToolUse"})
 PERMISSION_WAIT_MARGIN = 30.0
 
 
@@ -58,6 +61,8 @@ def run_hook(config: HookConfig, stdin: TextIO, stdout: TextIO, stderr: TextIO) 
         elif payload.get("hook_event_name") in HELD_EVENTS:
             # The server answers itself before this gives up (it is told how long that is).
             output = while_parent_lives(forward, held_config(config, payload), payload)
+        elif payload.get("hook_event_name") in PAUSABLE_EVENTS:
+            output = forward(held_config(config, payload), payload)
         else:
             output = forward(config, with_git_branch(payload))
     except HookFailed as failure:

@@ -78,6 +78,8 @@ class Changes:
     opened_concerns: set[int] = field(default_factory=set)
     # Agents resumed from a pause: their held tool calls run at once, in whichever process.
     resumed_agents: set[int] = field(default_factory=set)
+    # Agents a message was queued for: a socket watching one pushes it (any process).
+    messaged_agents: set[int] = field(default_factory=set)
     # Who sees what changed (a team's members, a project's team): every browser reconnects,
     # and on reconnecting reads what it may see now.
     audiences_changed: bool = False
@@ -97,6 +99,7 @@ class Changes:
                 self.decided_permissions,
                 self.inbox_sessions,
                 self.resumed_agents,
+                self.messaged_agents,
                 self.audiences_changed,
             )
         )
@@ -132,6 +135,7 @@ class Changes:
         self.interrupted_agents.update(other.interrupted_agents)
         self.opened_concerns |= other.opened_concerns
         self.resumed_agents |= other.resumed_agents
+        self.messaged_agents |= other.messaged_agents
         self.audiences_changed |= other.audiences_changed
         return self
 

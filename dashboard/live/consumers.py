@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from dashboard.board import selectors
 from dashboard.core import reader
-from dashboard.core.changes import Outcome
+from dashboard.core.changes import Changes, Outcome
 from dashboard.core.edge import RefusedJson, load_json
 from dashboard.core.errors import ServiceError, first_error_sentence, pydantic_detail
 from dashboard.core.origin import HOST_HEADER, REPOSITORY_HEADER, origin_note
@@ -36,11 +36,14 @@ from dashboard.live.frames import (
     PingFrame,
     StepFrame,
     TodoWriteFrame,
+    WatchAgentFrame,
     WatchPlanFrame,
 )
 from dashboard.live.waiting import expire_if_abandoned
 from dashboard.live.watch import Waiter, watch_for
 from dashboard.models import Client, Session, hash_token
+from dashboard.steering.models import Directive
+from dashboard.steering.services import messages_take
 from planmode import fragments
 from planmode.models import Plan
 from planmode.selectors import plan_for_owner
@@ -208,7 +211,8 @@ def _bearer_token(scope: dict[str, Any]) -> str | None:
 
 
 class AgentConsumer(Consumer):
-    """The agent socket: todo writes, plan submission and waiting for a reviewer's decision."""
+    """The agent socket: todo writes, plan submission and waiting for a reviewer's decision;
+    for the agents it watches (`watch_agent`), the messages the board queues for them."""
 
     async def connect(self) -> None:
         self.token = _bearer_token(self.scope)
@@ -222,6 +226,10 @@ class AgentConsumer(Consumer):
         self.watched_plans: dict[int, Waiter] = {}
         self.plans_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[None]] = set()
+        # The agents it speaks for (pk -> (session_id, agent_id)), each in its messages group;
+        # pushes are made one at a time, so they go out in the order they were queued.
+        self.watched_agents: dict[int, tuple[str, str]] = {}
+        self.messages_lock = asyncio.Lock()
         # Its connection, when the server gives it: a decision is then pushed the moment it
         # is heard (`_watch_plan`).
         self.wire: Wire | None = self.scope.get(WIRE)
@@ -339,6 +347,8 @@ class AgentConsumer(Consumer):
                         "text": reminder,
                     }
                 )
+        elif isinstance(frame, WatchAgentFrame):
+            await self._watch_agent(frame)
         elif isinstance(frame, ExpirePlanFrame):
             # The agent gave up on it: no plan_decided for it, only this ack.
             self._unwatch_plan(frame.plan_id)
@@ -380,6 +390,45 @@ class AgentConsumer(Consumer):
             result = {**state, "review_url": self._review_url(plan_pk)}
             await self._send_json({"type": "ack", "id": frame.id, "result": result})
 
+    async def _watch_agent(self, frame: WatchAgentFrame) -> None:
+        """Ack, then push what is already queued for the agent, and each message queued later
+        (from any process) the moment its commit is published."""
+        agent_pk = (
+            await write(
+                _watched_agent,
+                owner=self.user,
+                session_id=frame.session_id,
+                agent_id=frame.agent_id,
+                agent_type=frame.agent_type,
+                cwd=frame.cwd,
+            )
+        ).value
+        await self._note_origin(frame.session_id)
+        async with self.messages_lock:
+            # In the group before claiming: a message queued in between is claimed below or
+            # arrives as an event, never lost.
+            if agent_pk not in self.watched_agents:
+                await self.channel_layer.group_add(
+                    publisher.agent_messages_group(agent_pk), self.channel_name
+                )
+                self.watched_agents[agent_pk] = (frame.session_id, frame.agent_id)
+            result = {"session_id": frame.session_id, "agent_id": frame.agent_id}
+            await self._send_json({"type": "ack", "id": frame.id, "result": result})
+            await self._push_messages(agent_pk)
+
+    async def agent_messaged(self, event: publisher.AgentMessaged) -> None:
+        async with self.messages_lock:
+            if event["agent_id"] in self.watched_agents and self.user is not None:
+                await self._push_messages(event["agent_id"])
+
+    async def _push_messages(self, agent_pk: int) -> None:
+        """Claim what is queued for the agent (each message goes to one socket, once) and
+        push it."""
+        session_id, agent_id = self.watched_agents[agent_pk]
+        claimed = await write(messages_take, agent_pk=agent_pk, via="agent socket")
+        for directive in claimed.value:
+            await self._send_json(_message_frame(directive, session_id, agent_id))
+
     async def _plan_decided(self, plan_pk: int, state: dict[str, Any]) -> None:
         async with self.plans_lock:
             if self.watched_plans.pop(plan_pk, None) is None:
@@ -419,6 +468,10 @@ class AgentConsumer(Consumer):
         # Claude Code kills a waiting command hook without a word: unless its socket comes
         # back for these plans, they expire.
         expire_if_abandoned(waited)
+        for agent_pk in getattr(self, "watched_agents", ()):
+            await self.channel_layer.group_discard(
+                publisher.agent_messages_group(agent_pk), self.channel_name
+            )
         if getattr(self, "token_group", None):
             await self.channel_layer.group_discard(self.token_group, self.channel_name)
 
@@ -465,3 +518,26 @@ def _step(*, owner: object, frame: StepFrame) -> enforcer.Injection:
     ).agent
     agent_touch(agent=agent, coarse=True)
     return enforcer.on_step(agent=agent, key=frame.key)
+
+
+def _watched_agent(
+    *, owner: object, session_id: str, agent_id: str, agent_type: str, cwd: str
+) -> Outcome[int]:
+    """The agent a socket speaks for, made known on the board as a todo write would."""
+    resolved = agent_resolve_for_update(
+        owner=owner, session_id=session_id, agent_id=agent_id, agent_type=agent_type, cwd=cwd
+    )
+    changes = resolved.changes() if resolved.agent_created else Changes()
+    return Outcome(resolved.agent.pk, changes)
+
+
+def _message_frame(directive: Directive, session_id: str, agent_id: str) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": directive.pk,
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "text": directive.text,
+        "from": directive.created_by_name,
+        "sent_at": directive.created_at.isoformat(),
+    }

@@ -64,9 +64,33 @@ class StepFrame(Frame):
     key: ToolUseId | None = None
 
 
+class WatchAgentFrame(Frame):
+    """The socket speaks for this agent: what the board says to it is pushed as `message`."""
+
+    type: Literal["watch_agent"]
+    session_id: StrictStr
+    agent_id: StrictStr
+    agent_type: AgentType = ""
+    cwd: Cwd = ""
+
+
 AnyFrame = Annotated[
-    PingFrame | TodoWriteFrame | ExitPlanModeFrame | WatchPlanFrame | ExpirePlanFrame | StepFrame,
+    PingFrame
+    | TodoWriteFrame
+    | ExitPlanModeFrame
+    | WatchPlanFrame
+    | ExpirePlanFrame
+    | StepFrame
+    | WatchAgentFrame,
     Field(discriminator="type"),
 ]
 FRAME_ADAPTER: TypeAdapter[AnyFrame] = TypeAdapter(AnyFrame)
-FRAME_TYPES = ("ping", "todo_write", "exit_plan_mode", "watch_plan", "expire_plan", "step")
+FRAME_TYPES = (
+    "ping",
+    "todo_write",
+    "exit_plan_mode",
+    "watch_plan",
+    "expire_plan",
+    "step",
+    "watch_agent",
+)

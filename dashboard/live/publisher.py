@@ -131,6 +131,11 @@ def pause_group(agent_pk: int) -> str:
     return f"paused.{agent_pk}"
 
 
+def agent_messages_group(agent_pk: int) -> str:
+    """The agent sockets watching one agent, for the messages queued for it."""
+    return f"agent-messages.{agent_pk}"
+
+
 class BoardFragment(TypedDict):
     """htmx out-of-band fragments for the board sockets of a group to forward as they are
     (`dashboard.live.boards`)."""
@@ -151,6 +156,13 @@ class AgentResumed(TypedDict):
     """To a paused agent's held tool calls: the pause ended."""
 
     type: Literal["agent.resumed"]
+    agent_id: int
+
+
+class AgentMessaged(TypedDict):
+    """To the agent sockets watching an agent: a message was queued for it (they claim it)."""
+
+    type: Literal["agent.messaged"]
     agent_id: int
 
 
@@ -212,6 +224,10 @@ def _wake_messages(changes: Changes) -> list[tuple[str, dict]]:
     messages += [
         (pause_group(pk), AgentResumed(type="agent.resumed", agent_id=pk))
         for pk in sorted(changes.resumed_agents)
+    ]
+    messages += [
+        (agent_messages_group(pk), AgentMessaged(type="agent.messaged", agent_id=pk))
+        for pk in sorted(changes.messaged_agents)
     ]
     return messages
 

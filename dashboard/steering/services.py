@@ -206,7 +206,9 @@ def message_send(
     agents = targets_resolve(user=user, target=target)
     _queue(agents, kind=Directive.Kind.MESSAGE, text=text, user=user)
     _audit_each_session(AuditAction.AGENT_MESSAGED, agents, user=user, via=via, said=text)
-    return Steered(len(agents), changes=_changes_for(agents))
+    steered = Steered(len(agents), changes=_changes_for(agents))
+    steered.changes.messaged_agents |= {agent.pk for agent in agents}
+    return steered
 
 
 def stop_send(

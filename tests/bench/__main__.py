@@ -20,6 +20,9 @@ on a shared, noisy machine:
   once: what any burst of that many requests costs the event loop;
 - the hook command: `agentboard hook` forwarding one event, a fresh process each time as Claude
   Code runs it, its wall time beside `python -c pass` in the same run (`hook_command.py`);
+- steering: the hooks of agents with nothing queued while others are messaged and paused, a
+  message to 50 agents (one write), and 100 paused agents' held tool calls let go by one resume
+  (`tests/bench/steering_part.py`);
 - with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one, and
   the held hooks again, spread over two processes;
 - history: the overview, a busy board, the inbox, a plan, five searches, a hook and a decision
@@ -55,6 +58,7 @@ import websockets
 from tests.bench.history_part import history
 from tests.bench.hook_command import hook_command
 from tests.bench.load import Connection, Response, Run, closed_loop, http_request, open_loop
+from tests.bench.steering_part import steering
 from tests.costs.conftest import request_events, usage_metrics
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
 
@@ -64,7 +68,18 @@ SETTLE_SECONDS = 1.0
 # The agents on the board whose TodoWrite hooks the held-hooks part sends: each sends one
 # about every half second, as an agent at work does.
 RUNNING_AGENTS = 50
-PARTS = ("ingest", "decisions", "held", "live", "memory", "plans", "hookcmd", "scale", "history")
+PARTS = (
+    "ingest",
+    "decisions",
+    "held",
+    "live",
+    "memory",
+    "plans",
+    "hookcmd",
+    "steering",
+    "scale",
+    "history",
+)
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -1172,6 +1187,8 @@ async def main(arguments: argparse.Namespace) -> None:
                 await live_updates(server, seconds, browsers=browsers, agents=20)
             if "hookcmd" in parts:
                 hook_command(server, tmp, 20 if arguments.smoke else 200, row)
+            if "steering" in parts:
+                await steering(server, seconds, row, hook_maker, smoke=arguments.smoke)
         if parts & {"scale", "held"}:
             await services(tmp, seconds, parts, 30 if arguments.smoke else 300, (rounds, idle))
         if "history" in parts:

@@ -5,6 +5,7 @@ tests.bench --part hookcmd`.)"""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
@@ -19,7 +20,7 @@ import pytest
 
 from dashboard.client.commands import build_parser
 from dashboard.client.config import HookConfig, HookFailed
-from dashboard.client.hook import forward
+from dashboard.client.hook import forward, run_hook
 from dashboard.client.hook_command import quick_hook_arguments
 from dashboard.client.install import hook_command
 from tests.capturing_server import CapturingServer
@@ -301,3 +302,17 @@ def test_a_proxy_in_the_environment_is_still_used():
     [seen] = proxy.requests
     assert seen.path == "http://board.example/hooks/claude-code"
     assert json.loads(seen.body) == EVENT
+
+
+def test_a_pre_tool_use_lets_the_server_hold_it_as_long_as_its_installed_timeout():
+    """A paused agent's tool call is held at its PreToolUse until a resume: the command tells
+    the server the hook's own timeout (less a second), not the short one of ordinary hooks."""
+    pre_tool_use = {**EVENT, "hook_event_name": "PreToolUse", "tool_name": "Bash"}
+    with CapturingServer() as board:
+        held = HookConfig(
+            url=board.url, token="ab_token", timeout=5, hook_timeout=30, report_origin=False
+        )
+        run_hook(held, io.StringIO(json.dumps(pre_tool_use)), io.StringIO(), io.StringIO())
+        run_hook(held, io.StringIO(json.dumps(EVENT)), io.StringIO(), io.StringIO())
+
+    assert [seen.headers["X-Agentboard-Hook-Timeout"] for seen in board.requests] == ["29", "5"]

@@ -130,9 +130,15 @@ async def test_a_stop_ends_the_turn_at_the_next_tool_call_with_the_reason(agent,
 
     answer = (await agent.hook(pre_tool_use(1))).json()
 
+    # The call itself is refused too: Claude Code runs it before stopping otherwise.
     assert answer == {
         "continue": False,
         "stopReason": "Stopped by lead from Agentboard: Runaway loop.",
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Stopped by lead from Agentboard: Runaway loop.",
+        },
     }
     # The developer's next prompt runs normally.
     assert (await agent.hook(load_fixture("user_prompt_submit.json"))).json() == {}

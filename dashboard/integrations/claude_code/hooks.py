@@ -404,12 +404,15 @@ async def paused_call_held(agent_pk: int) -> Output:
     with who paused it and why when the wait ends first. A stop sent meanwhile ends the turn."""
     wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     resumed = await wait_while_paused(agent_pk, wait)
-    stopped = await write(
-        steering.directives_claim, agent_pk=agent_pk, via="PreToolUse (Claude Code)",
-        messages=False,
-    )  # fmt: skip
-    if stopped.value.stop is not None:
-        return stop_answer(stopped.value.stop)
+    # One resume lets many held calls go at once: only those with something queued write.
+    queued, _ = await reader.read(steering.queued_and_paused, agent_pk)
+    if queued:
+        stopped = await write(
+            steering.directives_claim, agent_pk=agent_pk, via="PreToolUse (Claude Code)",
+            messages=False,
+        )  # fmt: skip
+        if stopped.value.stop is not None:
+            return tool_call_stop_answer(stopped.value.stop)
     if resumed:
         return {}
     paused = await reader.read(steering.pause_open_now, agent_pk)
@@ -437,6 +440,12 @@ async def stopping_steered(agent_pk: int, *, client: str) -> Output | None:
 def stop_answer(sentence: str) -> Output:
     """Ends the agent's turn; Claude Code shows the sentence to its developer."""
     return {"continue": False, "stopReason": sentence}
+
+
+def tool_call_stop_answer(sentence: str) -> Output:
+    """Ends the turn at a tool call, which does not run: both pinned versions still run the
+    tool of a PreToolUse answered `continue: false` alone, and stop only after it."""
+    return stop_answer(sentence) | _pre_tool_use_answer("deny", sentence)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -486,7 +495,7 @@ def step_record(
         answer = _pre_tool_use_answer("deny", refusal)
     elif stopped.value.stop is not None:
         step = dataclasses.replace(step, outcome="denied", error=stopped.value.stop)
-        answer = stop_answer(stopped.value.stop)
+        answer = tool_call_stop_answer(stopped.value.stop)
         changes.merge(stopped.changes)
     elif starting and steering.is_paused(agent_pk):
         paused_agent = agent_pk
@@ -545,6 +554,8 @@ def record_and_enforce(
         if (
             known is not None
             and mode_stored(session_pk=known[1], mode=hook.permission_mode)
+            # What the board said to the agent rides on this answer: the full path carries it.
+            and not steering.has_queued(known[0])
             and enforcer.quiet_step(
                 agent_pk=known[0],
                 owner_pk=owner.pk,

@@ -46,6 +46,9 @@ class Directive(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     # Which hook of which client carried it ("PostToolUse (Claude Code)"), or why none did.
     delivered_via = models.CharField(max_length=80, blank=True)
+    # A stop delivered holds until the agent's turn ends (its Stop, or its developer's next
+    # prompt): a tool call its model still tries meanwhile is refused too.
+    turn_ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -54,6 +57,11 @@ class Directive(models.Model):
                 fields=["agent"], condition=Q(state="queued"), name="steering_directive_queued"
             ),
             models.Index(fields=["session", "-created_at"], name="steering_directive_session"),
+            models.Index(
+                fields=["agent"],
+                condition=Q(kind="stop", state="delivered", turn_ended_at__isnull=True),
+                name="steering_stop_holding",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -408,6 +408,45 @@ def pause_open_now(agent_pk: int) -> Pause | None:
     return Pause.objects.filter(agent_id=agent_pk, resumed_at__isnull=True).first()
 
 
+def _holding_stops():
+    return Directive.objects.filter(
+        kind=Directive.Kind.STOP, state=Directive.State.DELIVERED, turn_ended_at__isnull=True
+    )
+
+
+def stop_holding(agent_pk: int) -> str | None:
+    """The sentence of a stop delivered to the agent in this turn, which still refuses its tool
+    calls (a version of Claude Code lets the model go on for one more request after the stop);
+    None, with no query, for an agent this process knows of no such stop."""
+    if agent_pk not in _state().stopping:
+        return None
+    held = _holding_stops().filter(agent_id=agent_pk).order_by("-delivered_at").first()
+    return stop_words(held) if held is not None else None
+
+
+def turn_over(*, agent_pk: int) -> Outcome[None]:
+    """The agent's turn ended (it stopped, or its developer typed a new prompt): a stop
+    delivered before holds no more. No query unless this process knows of one."""
+    if agent_pk in _state().stopping:
+        _holding_stops().filter(agent_id=agent_pk).update(turn_ended_at=timezone.now())
+        forget()
+    return Outcome(None)
+
+
+@dataclass(frozen=True)
+class Flags:
+    queued: bool
+    paused: bool
+    stopping: bool
+
+
+def steering_flags(agent_pk: int) -> Flags:
+    """What this process knows of the agent: something queued for it, paused, told to stop
+    in this turn. May read the database (once per `STEERING_TTL`): not on the event loop."""
+    view = _state()
+    return Flags(agent_pk in view.queued, agent_pk in view.paused, agent_pk in view.stopping)
+
+
 def ended_sessions_settle(changes: Changes) -> None:
     """In the write that ended sessions: what was queued for them will not be delivered."""
     if not changes.ended_sessions:
@@ -415,7 +454,8 @@ def ended_sessions_settle(changes: Changes) -> None:
     settled = Directive.objects.filter(
         session_id__in=changes.ended_sessions, state=Directive.State.QUEUED
     ).update(state=Directive.State.UNDELIVERED, delivered_via="the session ended")
-    if settled:
+    holding = _holding_stops().filter(session_id__in=changes.ended_sessions)
+    if holding.update(turn_ended_at=timezone.now()) or settled:
         forget()
 
 
@@ -427,6 +467,8 @@ class _View:
     read_at: float = 0.0
     queued: frozenset[int] = frozenset()
     paused: frozenset[int] = frozenset()
+    # Agents told to stop whose turn has not ended yet.
+    stopping: frozenset[int] = frozenset()
 
 
 _lock = threading.Lock()
@@ -449,7 +491,8 @@ def _state() -> _View:
         "agent_id", flat=True
     )
     paused = Pause.objects.filter(resumed_at__isnull=True).values_list("agent_id", flat=True)
-    view = _View(clock.monotonic(), frozenset(queued), frozenset(paused))
+    stopping = _holding_stops().values_list("agent_id", flat=True)
+    view = _View(clock.monotonic(), frozenset(queued), frozenset(paused), frozenset(stopping))
     _view = view
     return view
 

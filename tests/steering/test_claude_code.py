@@ -140,8 +140,26 @@ async def test_a_stop_ends_the_turn_at_the_next_tool_call_with_the_reason(agent,
             "permissionDecisionReason": "Stopped by lead from Agentboard: Runaway loop.",
         },
     }
+    # A model that tries another call in the same turn is refused the same way.
+    assert (await agent.hook(pre_tool_use(2))).json() == answer
     # The developer's next prompt runs normally.
     assert (await agent.hook(load_fixture("user_prompt_submit.json"))).json() == {}
+    assert (await agent.hook(pre_tool_use(3))).json() == {}
+    directive = await Directive.objects.aget()
+    assert directive.delivered_via == "PreToolUse (Claude Code)"
+    assert directive.turn_ended_at is not None
+
+
+async def test_a_stop_holds_until_the_agent_stops_and_the_enforcer_lets_it(agent, lead):
+    await running(agent)
+    # Unfinished tasks: the enforcer would continue an agent that stops on its own.
+    assert (await agent.hook(load_fixture("post_tool_use_todowrite.json"))).status_code == 200
+    await act(services.stop_send, user=lead, target=target(), reason="Enough.")
+    assert (await agent.hook(pre_tool_use(1))).json()["continue"] is False
+
+    assert (await agent.hook(load_fixture("stop.json", stop_hook_active=False))).json() == {}
+
+    services.forget()
     assert (await agent.hook(pre_tool_use(2))).json() == {}
 
 

@@ -425,14 +425,18 @@ async def stopping_steered(agent_pk: int, *, client: str) -> Output | None:
     """An agent stopping: continued with what someone said to it from the board (not an
     enforcer's continuation), or let stop when it is paused or was told to stop; None when
     the board has nothing to say and the enforcer decides."""
-    queued, paused = await reader.read(steering.queued_and_paused, agent_pk)
-    if queued:
+    flags = await reader.read(steering.steering_flags, agent_pk)
+    if flags.stopping:
+        # Told to stop in this turn: the turn ends here, and the stop with it.
+        await write(steering.turn_over, agent_pk=agent_pk)
+        return {}
+    if flags.queued:
         said = await write(steering.directives_claim, agent_pk=agent_pk, via=f"Stop ({client})")
         if said.value.messages and said.value.stop is None:
             return {"decision": "block", "reason": said.value.context}
         if said.value.stop is not None:
             return {}
-    if paused:
+    if flags.paused:
         return {}
     return None
 
@@ -489,6 +493,9 @@ def step_record(
         if starting and steering.has_queued(agent_pk)
         else Outcome(steering.Said())
     )
+    if starting and stopped.value.stop is None:
+        # Told to stop earlier in this turn, and the model tries another call all the same.
+        stopped.value = dataclasses.replace(stopped.value, stop=steering.stop_holding(agent_pk))
     if refusal:
         # The call never runs: the board shows it refused, not running.
         step = dataclasses.replace(step, outcome="denied", error=refusal)
@@ -597,6 +604,7 @@ def record_and_enforce(
         source=str(payload.get("source") or ""),
     )
     if event == "UserPromptSubmit":
+        steering.turn_over(agent_pk=resolved.agent.pk)
         # A reviewer's "deny and stop" message, which Claude Code did not hand the model.
         stopped = stopped_messages_take(agent=resolved.agent)
         if stopped:

@@ -563,10 +563,13 @@ def record_and_enforce(
     payload: dict[str, Any],
     step: StepDraft | None = None,
     client: str = "Claude Code",
+    stop_ends_turn: bool = True,
 ) -> enforcer.Injection:
     """Record the event (and the `step` it reports); returns the reminder or re-injected list
     for the model, if any (and, with a prompt, the message of a reviewer who stopped the
-    agent); with what was said from the board, and a stop it claimed (`injection.stop`)."""
+    agent); with what was said from the board, and on a PostToolUse a stop it claimed
+    (`injection.stop`), or for a client whose tool hook cannot end the turn (`stop_ends_turn`
+    False) the stop left queued for the turn's end."""
     event = hook.hook_event_name
     tool_name = str(payload.get("tool_name") or "")
     tool_use_id = str(payload.get("tool_use_id") or "")
@@ -574,6 +577,7 @@ def record_and_enforce(
         known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
         if (
             known is not None
+            and not steering.has_queued(known[0])
             and mode_stored(session_pk=known[1], mode=hook.permission_mode)
             and enforcer.quiet_step(
                 agent_pk=known[0],
@@ -626,13 +630,15 @@ def record_and_enforce(
         said = steering.directives_claim(
             agent_pk=resolved.agent.pk,
             via=f"{event} ({client})",
-            stops=event == "PostToolUse",
+            stops=event == "PostToolUse" and stop_ends_turn,
         )
         changes.merge(said.changes)
         if said.value.messages:
             text = said.value.context
             injection.text = f"{text}\n\n{injection.text}" if injection.text else text
         injection.stop = said.value.stop
+        if event == "PostToolUse" and not stop_ends_turn:
+            injection.stop = steering.stop_pending(resolved.agent.pk)
     injection.changes = changes.merge(injection.changes)
     return injection
 

@@ -15,13 +15,15 @@ What Codex accepts back differs, and Codex refuses (fails closed on) anything el
   only with `updatedInput`, "ask" never: Codex takes either as a failed hook and runs the call.
 - Stop: `{"decision": "block", "reason": ...}` continues the agent with `reason` as its prompt.
 - SessionStart, UserPromptSubmit, PostToolUse: `hookSpecificOutput.additionalContext`.
-- PostToolUse: `{"continue": false, "stopReason": ...}` ends the turn (Codex shows the reason);
-  PreToolUse takes neither field (a failed hook: the call would run).
+- PostToolUse: `{"continue": false, "stopReason": ..., "reason": ...}` puts `reason` before the
+  model instead of the tool's output, and Codex shows `stopReason`; the turn goes on. PreToolUse
+  takes neither `continue` nor `stopReason` (a failed hook: the call would run). No hook ends
+  a turn.
 
 What is said from the board (`dashboard.steering`): messages as context on the next
 PostToolUse, UserPromptSubmit or SessionStart, or as the prompt that continues a stopping
-agent; a stop ends the turn on the next PostToolUse, and until then refuses every call
-(PreToolUse cannot end a turn), left queued for the turn's end (Stop) to claim; a paused
+agent; a stop is told to the model on the next PostToolUse and refuses every call after it
+(no hook ends a turn), left queued for the turn's end (Stop) to claim; a paused
 agent's PreToolUse is held until a resume, or refused with who paused it and why.
 """
 
@@ -120,8 +122,14 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     )
     answer = enforcer.additional_context(hook.hook_event_name, injection.text)
     if injection.stop is not None:
-        answer |= shared.stop_answer(injection.stop)
+        # The model reads `reason` instead of the tool's output; the turn goes on (Codex ends
+        # no turn for a hook), so each next call is refused until it ends (`shared.step_record`).
+        answer |= shared.stop_answer(injection.stop) | {"reason": _end_the_turn(injection.stop)}
     return answer
+
+
+def _end_the_turn(stop: str) -> str:
+    return f"{stop.removesuffix('.')}. End your turn now and wait for the user."
 
 
 def _step(hook: CodexHookInput, payload: dict[str, Any]) -> StepDraft | None:
@@ -151,7 +159,7 @@ def _record_and_enforce(
             message_told_at__isnull=True,
         ).update(message_told_at=timezone.now())
     return shared.record_and_enforce(
-        owner=owner, hook=hook, payload=payload, step=step, client=CLIENT
+        owner=owner, hook=hook, payload=payload, step=step, client=CLIENT, stop_ends_turn=False
     )
 
 

@@ -3,41 +3,17 @@ paused agent's command waits for Resume, and Stop ends the turn with its reason 
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
-from typing import Any
 
 import pytest
 
 from tests.claude_cli.conftest import board_get, wait_until
 from tests.codex_cli.model_server import say, shell
+from tests.steering.live import directive, steer, step_started
 
 pytestmark = pytest.mark.codex_cli
 
 QUIET = {"AGENTBOARD_ENFORCER_ENABLED": "false"}
-
-
-def steer(board, session_id: str, action: str, **fields: str) -> dict[str, Any]:
-    """POST a steering action for the session's main agent, as the API's caller would."""
-    request = urllib.request.Request(
-        f"{board.url}/api/v1/sessions/{session_id}/agents/{session_id}/{action}",
-        data=json.dumps(fields).encode(),
-        headers={"Authorization": f"Bearer {board.token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.load(response)
-
-
-def step_started(board, summary: str) -> bool:
-    rows = board.query("SELECT COUNT(*) FROM activity_step WHERE summary = %s", (summary,))
-    return rows[0][0] == 1
-
-
-def directive(board) -> tuple[str, str]:
-    ((state, via),) = board.query("SELECT state, delivered_via FROM steering_directive")
-    return state, via
 
 
 def test_a_message_reaches_the_model_once_with_the_next_tool_result(server_factory, connect, model):

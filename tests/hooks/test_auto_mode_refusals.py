@@ -208,7 +208,7 @@ def test_a_tool_call_of_a_session_without_a_refusal_open_costs_no_query(
             step=hooks.hook_step(payload),
             tool_name=payload["tool_name"],
             tool_input=payload["tool_input"],
-        ).value
+        ).value.output
 
     with transaction.atomic(), django_assert_num_queries(0):
         assert record(pre_tool_use(refused, tool_use_id="toolu_quiet")) == {}

@@ -507,3 +507,19 @@ def steering_of(agent_pks: Sequence[int]) -> dict[int, dict[str, Any]]:
     ).order_by("created_at"):
         found.setdefault(directive.agent_id, {}).setdefault("queued", []).append(directive)
     return found
+
+
+def stop_pending(agent_pk: int) -> str | None:
+    """The sentence of a stop queued for the agent, left queued (a client whose tool hook
+    cannot end the turn refuses each call with it until the turn's end claims it); None, with
+    no query, unless this process's view has something queued for the agent."""
+    if agent_pk not in _state().queued:
+        return None
+    directive = (
+        Directive.objects.filter(
+            agent_id=agent_pk, state=Directive.State.QUEUED, kind=Directive.Kind.STOP
+        )
+        .order_by("created_at", "pk")
+        .first()
+    )
+    return stop_words(directive) if directive is not None else None

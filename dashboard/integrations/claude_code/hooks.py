@@ -376,12 +376,20 @@ def hook_step(payload: Mapping[str, Any]) -> StepDraft | None:
     )
 
 
-async def tool_step(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
+async def tool_step(
+    owner: AbstractBaseUser,
+    payload: dict[str, Any],
+    *,
+    client: str = "Claude Code",
+    stop_ends_turn: bool = True,
+    schema: type[HookInput] = HookInput,
+) -> Output:
     """A tool call starts (PreToolUse) or is denied: a step on the board. Nothing to answer,
     unless a gate refuses the call (a budget spent, `dashboard.core.gates`): then the model
     reads why instead of its tool's result; or unless someone let this very call through once
-    after auto mode refused it."""
-    hook = validate(HookInput, payload)
+    after auto mode refused it; or unless the board stopped or paused the agent. Another
+    client's hook is read with its own `schema`."""
+    hook = validate(schema, payload)
     step = hook_step(payload)
     if step is None:
         return {}
@@ -392,23 +400,35 @@ async def tool_step(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
         step=step,
         tool_name=str(payload.get("tool_name") or ""),
         tool_input=payload.get("tool_input") or {},
+        client=client,
+        stop_ends_turn=stop_ends_turn,
     )
     if answered.value.paused_agent is not None:
-        return await paused_call_held(answered.value.paused_agent)
+        return await paused_call_held(
+            answered.value.paused_agent, client=client, stop_ends_turn=stop_ends_turn
+        )
     return answered.value.output
 
 
-async def paused_call_held(agent_pk: int) -> Output:
+async def paused_call_held(
+    agent_pk: int, *, client: str = "Claude Code", stop_ends_turn: bool = True
+) -> Output:
     """A paused agent's tool call waits, holding no thread, for as long as its hook may: let
     go (`{}`, the call runs as it would have) the moment someone resumes the agent, refused
-    with who paused it and why when the wait ends first. A stop sent meanwhile ends the turn."""
+    with who paused it and why when the wait ends first. A stop sent meanwhile ends the turn
+    (or, for a client whose tool hook cannot end it, `stop_ends_turn` False, refuses the call
+    and stays queued for the turn's end)."""
     wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     resumed = await wait_while_paused(agent_pk, wait)
     # One resume lets many held calls go at once: only those with something queued write.
     queued, _ = await reader.read(steering.queued_and_paused, agent_pk)
-    if queued:
+    if queued and not stop_ends_turn:
+        pending = await reader.read(steering.stop_pending, agent_pk)
+        if pending is not None:
+            return _pre_tool_use_answer("deny", pending)
+    elif queued:
         stopped = await write(
-            steering.directives_claim, agent_pk=agent_pk, via="PreToolUse (Claude Code)",
+            steering.directives_claim, agent_pk=agent_pk, via=f"PreToolUse ({client})",
             messages=False,
         )  # fmt: skip
         if stopped.value.stop is not None:
@@ -468,10 +488,13 @@ def step_record(
     tool_name: str = "",
     tool_input: object = None,
     client: str = "Claude Code",
+    stop_ends_turn: bool = True,
 ) -> Outcome[StepAnswer]:
     """Record a step of an agent; for a tool call starting (`tool_name` with `tool_input`),
-    the hook's answer: refused by a gate, the turn ended by a stop sent from the board, held
-    for a pause, allowed once after auto mode refused it, or `{}`.
+    the hook's answer: refused by a gate, the turn ended by a stop sent from the board (for a
+    client whose tool hook cannot end it, `stop_ends_turn` False: the call refused with the
+    stop, which stays queued until the turn's end claims it), held for a pause, allowed once
+    after auto mode refused it, or `{}`.
     For an agent this process knows, no query at all unless its session has a refusal open:
     the writer stores the batch's steps together, and the gates and the allowances read sets
     this process keeps."""
@@ -488,14 +511,16 @@ def step_record(
     answer: Output = {}
     paused_agent = None
     starting = hook.hook_event_name == "PreToolUse"
+    queued = starting and steering.has_queued(agent_pk)
     stopped = (
         steering.directives_claim(agent_pk=agent_pk, via=f"PreToolUse ({client})", messages=False)
-        if starting and steering.has_queued(agent_pk)
+        if queued and stop_ends_turn
         else Outcome(steering.Said())
     )
-    if starting and stopped.value.stop is None:
+    if starting and stop_ends_turn and stopped.value.stop is None:
         # Told to stop earlier in this turn, and the model tries another call all the same.
         stopped.value = dataclasses.replace(stopped.value, stop=steering.stop_holding(agent_pk))
+    pending_stop = steering.stop_pending(agent_pk) if queued and not stop_ends_turn else None
     if refusal:
         # The call never runs: the board shows it refused, not running.
         step = dataclasses.replace(step, outcome="denied", error=refusal)
@@ -504,6 +529,9 @@ def step_record(
         step = dataclasses.replace(step, outcome="denied", error=stopped.value.stop)
         answer = tool_call_stop_answer(stopped.value.stop)
         changes.merge(stopped.changes)
+    elif pending_stop is not None:
+        step = dataclasses.replace(step, outcome="denied", error=pending_stop)
+        answer = _pre_tool_use_answer("deny", pending_stop)
     elif starting and steering.is_paused(agent_pk):
         paused_agent = agent_pk
     elif starting and allowance_take(
@@ -549,10 +577,14 @@ def record_and_enforce(
     hook: HookInput,
     payload: dict[str, Any],
     step: StepDraft | None = None,
+    client: str = "Claude Code",
+    stop_ends_turn: bool = True,
 ) -> enforcer.Injection:
     """Record the event (and the `step` it reports); returns the reminder or re-injected list
     for the model, if any (and, with a prompt, the message of a reviewer who stopped the
-    agent)."""
+    agent); with what was said from the board, and on a PostToolUse a stop it claimed
+    (`injection.stop`), or for a client whose tool hook cannot end the turn (`stop_ends_turn`
+    False) the stop left queued for the turn's end."""
     event = hook.hook_event_name
     tool_name = str(payload.get("tool_name") or "")
     tool_use_id = str(payload.get("tool_use_id") or "")
@@ -560,6 +592,7 @@ def record_and_enforce(
         known = known_agent(owner=owner, session_id=hook.session_id, agent_id=hook.acting_agent_id)
         if (
             known is not None
+            and not steering.has_queued(known[0])
             and mode_stored(session_pk=known[1], mode=hook.permission_mode)
             # What the board said to the agent rides on this answer: the full path carries it.
             and not steering.has_queued(known[0])
@@ -614,14 +647,16 @@ def record_and_enforce(
         # typed starts a turn of their own: a stop queued before it is not carried then.
         said = steering.directives_claim(
             agent_pk=resolved.agent.pk,
-            via=f"{event} (Claude Code)",
-            stops=event == "PostToolUse",
+            via=f"{event} ({client})",
+            stops=event == "PostToolUse" and stop_ends_turn,
         )
         changes.merge(said.changes)
         if said.value.messages:
             text = said.value.context
             injection.text = f"{text}\n\n{injection.text}" if injection.text else text
         injection.stop = said.value.stop
+        if event == "PostToolUse" and not stop_ends_turn:
+            injection.stop = steering.stop_pending(resolved.agent.pk)
     injection.changes = changes.merge(injection.changes)
     return injection
 

@@ -15,6 +15,16 @@ What Codex accepts back differs, and Codex refuses (fails closed on) anything el
   only with `updatedInput`, "ask" never: Codex takes either as a failed hook and runs the call.
 - Stop: `{"decision": "block", "reason": ...}` continues the agent with `reason` as its prompt.
 - SessionStart, UserPromptSubmit, PostToolUse: `hookSpecificOutput.additionalContext`.
+- PostToolUse: `{"continue": false, "stopReason": ..., "reason": ...}` puts `reason` before the
+  model instead of the tool's output, and Codex shows `stopReason`; the turn goes on. PreToolUse
+  takes neither `continue` nor `stopReason` (a failed hook: the call would run). No hook ends
+  a turn.
+
+What is said from the board (`dashboard.steering`): messages as context on the next
+PostToolUse, UserPromptSubmit or SessionStart, or as the prompt that continues a stopping
+agent; a stop is told to the model on the next PostToolUse and refuses every call after it
+(no hook ends a turn), left queued for the turn's end (Stop) to claim; a paused
+agent's PreToolUse is held until a resume, or refused with who paused it and why.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ LIFECYCLE_EVENTS = frozenset(
 )
 STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
 OPEN = frozenset({"pending", "in_progress"})
+CLIENT = "Codex"
 
 
 @shared.agent_endpoint("Send hook input with POST.")
@@ -75,7 +86,11 @@ async def _answer(owner: AbstractBaseUser, payload: dict[str, Any]) -> dict[str,
     if event in LIFECYCLE_EVENTS or (event == "PostToolUse" and tool != PLAN_TOOL):
         return await _lifecycle(owner, payload)
     if event == "PreToolUse":
-        return _reason_unstopped(await shared.tool_step(owner, payload))
+        return _reason_unstopped(
+            await shared.tool_step(
+                owner, payload, client=CLIENT, stop_ends_turn=False, schema=CodexHookInput
+            )
+        )
     if event in STOP_EVENTS:
         return await _stop(owner, payload)
     if event == "PostToolUse":
@@ -105,7 +120,16 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
     injection = await write(
         _record_and_enforce, owner=owner, hook=hook, payload=payload, step=_step(hook, payload)
     )
-    return enforcer.additional_context(hook.hook_event_name, injection.text)
+    answer = enforcer.additional_context(hook.hook_event_name, injection.text)
+    if injection.stop is not None:
+        # The model reads `reason` instead of the tool's output; the turn goes on (Codex ends
+        # no turn for a hook), so each next call is refused until it ends (`shared.step_record`).
+        answer |= shared.stop_answer(injection.stop) | {"reason": _end_the_turn(injection.stop)}
+    return answer
+
+
+def _end_the_turn(stop: str) -> str:
+    return f"{stop.removesuffix('.')}. End your turn now and wait for the user."
 
 
 def _step(hook: CodexHookInput, payload: dict[str, Any]) -> StepDraft | None:
@@ -134,7 +158,9 @@ def _record_and_enforce(
             interrupt=True,
             message_told_at__isnull=True,
         ).update(message_told_at=timezone.now())
-    return shared.record_and_enforce(owner=owner, hook=hook, payload=payload, step=step)
+    return shared.record_and_enforce(
+        owner=owner, hook=hook, payload=payload, step=step, client=CLIENT, stop_ends_turn=False
+    )
 
 
 async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
@@ -144,6 +170,9 @@ async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     observed = await write(shared.record_event, owner=owner, hook=hook)
     if observed.value is None:
         return {}
+    steered = await shared.stopping_steered(observed.value, client=CLIENT)
+    if steered is not None:
+        return steered
     if (await write(_stopped_by_a_reviewer, agent_pk=observed.value)).value:
         return {}  # the reviewer asked it to stop: the enforcer must not continue it
     return await stop_hook_answer(

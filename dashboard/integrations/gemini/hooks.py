@@ -20,6 +20,12 @@ What Gemini CLI 0.61.0 accepts back:
   `{}`: the call then goes on as Gemini's approval mode says (it runs under --yolo or
   auto_edit, the terminal still asks in the default mode).
 
+What is said from the board (`dashboard.steering`): messages as context on the next AfterTool
+or BeforeAgent, or as the prompt that continues an agent at its AfterAgent; a stop ends the
+agent's loop at its next BeforeTool or AfterTool (`continue: false`, Gemini shows "Agent
+execution stopped by hook: <reason>"); a paused agent's BeforeTool is held until a resume, or
+refused (`decision: "deny"`) with who paused it and why.
+
 Gemini's hook input gives a tool call no id: `call_id` numbers the calls of the same tool with
 the same input in a session, so a BeforeTool and its AfterTool name the same step.
 """
@@ -72,6 +78,7 @@ EVENTS = {
 ASKING_TOOLS = frozenset({"run_shell_command", "write_file", "replace", "web_fetch"})
 # Added to the hook input by `agentboard gemini-hook --approvals`.
 APPROVALS_FIELD = "agentboard_approvals"
+CLIENT = "Gemini CLI"
 
 
 @shared.agent_endpoint("Send hook input with POST.")
@@ -102,7 +109,7 @@ async def _answer(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     if event == "PreToolUse":
         if payload.get(APPROVALS_FIELD) is True and asks_first(tool):
             return await _permission_request(owner, translated)
-        return await _tool_started(owner, translated)
+        return _as_before_tool(await _tool_started(owner, translated))
     if event == "Stop":
         return await _stop(owner, translated)
     if event == "UserPromptSubmit" and (await write(continued, owner=owner, hook=payload)).value:
@@ -201,10 +208,20 @@ async def _as_tool_call(owner: AbstractBaseUser, payload: dict[str, Any]) -> dic
 
 
 async def _tool_started(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
-    hook = shared.validate(GeminiHookInput, payload)
-    step = shared.hook_step(payload)
-    if step is not None:
-        await write(shared.step_record, owner=owner, hook=hook, step=step)
+    """The call's step on the board; the answer Claude Code's PreToolUse would get (a gate's
+    refusal, a stop, a paused call held), to be put as Gemini takes it (`_as_before_tool`)."""
+    return await shared.tool_step(owner, payload, client=CLIENT, schema=GeminiHookInput)
+
+
+def _as_before_tool(output: Output) -> Output:
+    """Claude Code's PreToolUse answer as a BeforeTool's: a refusal is `decision: "deny"`
+    with the reason the model reads; `continue: false` ends the loop as it is; an allow means
+    nothing to Gemini (its own approval mode decides)."""
+    specific = output.get("hookSpecificOutput")
+    if not isinstance(specific, dict):
+        return output
+    if specific.get("permissionDecision") == "deny":
+        return {"decision": "deny", "reason": specific["permissionDecisionReason"]}
     return {}
 
 
@@ -228,8 +245,12 @@ async def _lifecycle(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output
         hook=hook,
         payload=payload,
         step=shared.hook_step(payload),
+        client=CLIENT,
     )
-    return enforcer.additional_context(hook.hook_event_name, injection.text)
+    answer = enforcer.additional_context(hook.hook_event_name, injection.text)
+    if injection.stop is not None:
+        answer |= shared.stop_answer(injection.stop)
+    return answer
 
 
 async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
@@ -240,6 +261,9 @@ async def _stop(owner: AbstractBaseUser, payload: dict[str, Any]) -> Output:
     observed = await write(shared.record_event, owner=owner, hook=hook)
     if observed.value is None:
         return {}
+    steered = await shared.stopping_steered(observed.value, client=CLIENT)
+    if steered is not None:
+        return steered
     return await stop_hook_answer(
         agent_pk=observed.value, stop_hook_active=payload.get("stop_hook_active") is True
     )
@@ -273,7 +297,9 @@ async def _permission_request(owner: AbstractBaseUser, payload: dict[str, Any]) 
     reviewer's words for the model ("deny and stop" also ends the agent's loop); an allow, or
     nobody deciding in time, answers `{}` and Gemini's own approval mode decides."""
     hook = shared.validate(GeminiPermissionRequestInput, payload)
-    await _tool_started(owner, payload)
+    started = _as_before_tool(await _tool_started(owner, payload))
+    if started:
+        return started  # refused or stopped before anyone is asked
     wait = hold_for(settings.AGENTBOARD_PERMISSION_HOOK_WAIT_SECONDS)
     state = await shared.held(
         write_behind(shared.permission_open, owner=owner, hook=hook, held_for=wait),

@@ -8,6 +8,7 @@ from dashboard.costs.opencode import opencode_usage
 from dashboard.integrations.claude_code import hooks as claude_code
 from dashboard.integrations.codex.hooks import codex_hook
 from dashboard.integrations.gemini.hooks import gemini_hook
+from dashboard.integrations.opencode.steering import opencode_paused, opencode_steering
 from dashboard.integrations.opencode.views import opencode_hook
 from dashboard.notifications import views as notify_views
 from dashboard.sso import views as sso_views
@@ -23,6 +24,8 @@ urlpatterns = [
     path("hooks/gemini", gemini_hook, name="gemini-hook"),
     path("hooks/opencode", opencode_hook, name="opencode-hook"),
     path("hooks/opencode/usage", opencode_usage, name="opencode-usage"),
+    path("hooks/opencode/steering", opencode_steering, name="opencode-steering"),
+    path("hooks/opencode/paused", opencode_paused, name="opencode-paused"),
     # The OTLP/HTTP receiver: what the agents' models cost (`dashboard.costs`).
     path("v1/", include("dashboard.costs.urls")),
     path("api/v1/docs", api_docs.api_docs, name="api-docs"),

@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import time
+import urllib.request
 
 import pytest
 
@@ -108,7 +109,11 @@ def test_every_request_names_the_repository_without_credentials_and_the_machine(
     assert seen and quiet
     for request in seen:
         # Its events, and the usage of each message the model answered.
-        assert request.path in {"/hooks/opencode", "/hooks/opencode/usage"}
+        assert request.path in {
+            "/hooks/opencode",
+            "/hooks/opencode/usage",
+            "/hooks/opencode/steering",
+        }
         assert request.headers["X-Agentboard-Repository"] == "https://gitlab.example/acme/shop"
         assert request.headers["X-Agentboard-Host"] == socket.gethostname()
     for request in quiet:
@@ -415,3 +420,94 @@ def test_a_budget_of_a_few_cents_stops_the_agent_at_its_next_tool_call(
         "SELECT COUNT(*) FROM dashboard_auditentry WHERE action = 'budget.blocked'"
     )
     assert blocked[0][0] == 1
+
+
+# --- steered from the board: a message, a pause, a stop --------------------------------------
+
+
+def steer(board, session_id: str, action: str, body: dict | None = None) -> int:
+    """The session's owner steers its main agent through the API."""
+    request = urllib.request.Request(
+        f"{board.url}/api/v1/sessions/{session_id}/agents/{session_id}/{action}",
+        data=json.dumps(body or {}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {board.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+def idle(project, session_id: str) -> bool:
+    status = project.call("GET", "/session/status") or {}
+    return status.get(session_id, {}).get("type", "idle") == "idle"
+
+
+def ready_session(project, model) -> str:
+    """A session that answered a first prompt and waits, idle, for the next."""
+    project.serve()
+    session_id = project.new_session()
+    project.prompt(session_id, "Get ready")
+    model.wait_for(lambda m: len(m.loop_requests()) >= 1, 60, "the first answer")
+    wait_until(lambda: idle(project, session_id), "the session to be idle")
+    return session_id
+
+
+def test_a_message_from_the_board_reaches_an_idle_session_once(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    model.add(say("Ready."), say("Noted: staging it is."))
+    session_id = ready_session(project, model)
+
+    assert steer(board, session_id, "messages", {"text": "Use staging, not production."}) == 201
+
+    text = "Use staging, not production."
+    model.wait_for(lambda m: any(text in t for t in user_texts(m)), 30, "the message")
+    wait_until(lambda: idle(project, session_id), "the answered session to be idle again")
+    time.sleep(2)  # a second delivery would come within a poll's round
+    newest = model.loop_requests()[-1].user_texts()
+    assert sum(text in t for t in newest) == 1, project.report()
+    assert len(model.loop_requests()) == 2
+    ((state, via),) = board.query("SELECT state, delivered_via FROM steering_directive")
+    assert (state, via) == ("delivered", "opencode plugin")
+
+
+def test_a_paused_sessions_command_waits_for_the_resume_then_runs(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    call = tool("bash", {"command": "touch note.txt", "description": "Make a note"})
+    model.add(say("Ready."), call, say("Done."))
+    session_id = ready_session(project, model)
+    assert steer(board, session_id, "pause", {"reason": "Deploy freeze."}) == 200
+    time.sleep(2)  # the plugin's poll hears of the pause within about a second
+
+    project.prompt(session_id, "Make a note")
+
+    model.wait_for(lambda m: len(m.loop_requests()) >= 2, 60, "the tool call")
+    time.sleep(3)
+    assert not (project.directory / "note.txt").exists()
+    assert model.tool_result(call) is None
+    assert steer(board, session_id, "resume") == 200
+    wait_until(lambda: (project.directory / "note.txt").exists(), "the command to run")
+    model.wait_for(lambda m: m.tool_result(call) is not None, 30, "the tool result")
+
+
+def test_a_stop_from_the_board_aborts_the_turn(server_factory, connect, model):
+    board = server_factory(env=QUIET)
+    project = connect(board)
+    call = tool("bash", {"command": "sleep 20 && touch late.txt", "description": "Wait"})
+    model.add(say("Ready."), call, say("Never said."))
+    session_id = ready_session(project, model)
+    project.prompt(session_id, "Wait a while")
+    model.wait_for(lambda m: len(m.loop_requests()) >= 2, 60, "the tool call")
+    time.sleep(1)
+    started = time.monotonic()
+
+    assert steer(board, session_id, "stop", {"reason": "Runaway loop."}) == 200
+
+    wait_until(lambda: idle(project, session_id), "the aborted session to be idle", timeout=15)
+    assert time.monotonic() - started < 15
+    time.sleep(1)
+    assert len(model.loop_requests()) == 2, project.report()
+    assert not (project.directory / "late.txt").exists()
+    ((state, via),) = board.query("SELECT state, delivered_via FROM steering_directive")
+    assert (state, via) == ("delivered", "opencode plugin")

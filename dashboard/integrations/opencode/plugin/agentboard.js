@@ -1,6 +1,8 @@
 // Agentboard for opencode: shows this opencode's sessions, subagents and todo lists on an
-// Agentboard, sends its permission requests to the board's inbox and runs the board's
-// continuation enforcer. Installed by `agentboard install-opencode`; needs AGENTBOARD_URL and
+// Agentboard, sends its permission requests to the board's inbox, runs the board's
+// continuation enforcer and carries what the team lead says from the board: a message put
+// into the session (also an idle one), a stop that aborts it, a pause that holds its tool
+// calls until a resume. Installed by `agentboard install-opencode`; needs AGENTBOARD_URL and
 // AGENTBOARD_TOKEN in the environment opencode starts with.
 //
 // It never gets in opencode's way: events are sent in the background, in order, and when the
@@ -31,6 +33,12 @@ const FORWARDED = new Set([
 // oh-my-opencode runs a continuation enforcer of its own: two must never both continue an agent.
 const OTHER_PLUGIN = /oh-my-open(code|agent)/i
 const OTHER_DIRECTIVE = /^\s*\[SYSTEM DIRECTIVE: OH-MY-OPEN(AGENT|CODE)/
+// The board answers a steering poll within 25 s; one it leaves unanswered longer is given up.
+const POLL_TIMEOUT_MS = 60_000
+// After a poll that failed (the board away, restarting), the next one waits this long.
+const POLL_RETRY_MS = 5_000
+// At most this many sessions are listened for (the newest).
+const MAX_SESSIONS = 200
 
 // --- where the sessions run: the same rules as the `agentboard hook` command ---------------
 
@@ -204,6 +212,9 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   const toolCalls = new Map() // callID -> the last status of it reported
   const costed = new Set() // ids of assistant messages whose usage was reported
   const gated = new Set() // sessions whose budget is spent: each tool call asks the board first
+  const sessions = new Set() // this opencode's sessions the board's word is listened for
+  const paused = new Set() // sessions paused on the board: each tool call waits for a resume
+  const refused = new Set() // callIDs refused for a pause: not steps (nor a loop) on the board
   let usageAnswered = Promise.resolve() // the last usage report's answer
 
   // What a complete assistant message cost (its tokens and opencode's own cost), once.
@@ -242,6 +253,110 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
     ))
     if (answer.refuse) throw new Error(answer.refuse)
     if (!failing) gated.delete(input.sessionID) // it runs again: stop asking
+  }
+
+  // --- what the lead says from the board ---------------------------------------------------
+  // One long poll names every session (`POST /hooks/opencode/steering`): the board answers as
+  // soon as something is queued for one of them, claimed there so that it is put into the
+  // session once, or a pause began or ended. A session that appears while it waits gets a poll
+  // of its own until the next round names it. A poll that fails is asked again a little later:
+  // what was queued stays queued on the board until a poll claims it.
+  let listening = null // the sessions the main poll names, while it runs
+
+  function listen(sessionID) {
+    if (!sessionID || sessions.has(sessionID)) return
+    sessions.add(sessionID)
+    if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.values().next().value)
+    if (listening) pollUntilNamed(sessionID)
+    else pollAll()
+  }
+
+  function forget(sessionID) {
+    sessions.delete(sessionID)
+    paused.delete(sessionID)
+  }
+
+  async function pollAll() {
+    listening = new Set()
+    while (sessions.size) {
+      listening = new Set(sessions)
+      if (!(await poll([...listening]))) await sleep(POLL_RETRY_MS)
+    }
+    listening = null
+  }
+
+  async function pollUntilNamed(sessionID) {
+    while (sessions.has(sessionID) && listening && !listening.has(sessionID)) {
+      if (!(await poll([sessionID]))) await sleep(POLL_RETRY_MS)
+    }
+  }
+
+  const sleep = (ms) => new Promise((done) => setTimeout(done, ms).unref?.())
+
+  // One poll and what it brought; false when the board gave no answer.
+  async function poll(ids) {
+    const answer = await send(
+      { type: "agentboard.steering", sessionIDs: ids, paused: ids.filter((id) => paused.has(id)) },
+      AbortSignal.timeout(POLL_TIMEOUT_MS),
+      "/hooks/opencode/steering",
+    )
+    if (!Array.isArray(answer.said) || !Array.isArray(answer.paused)) return false
+    for (const id of ids) {
+      if (answer.paused.includes(id)) paused.add(id)
+      else paused.delete(id)
+    }
+    for (const said of answer.said) await carry(said)
+    return true
+  }
+
+  // Claimed on the board already: put into the session now, through opencode's own client.
+  async function carry({ sessionID, messages = [], stop = null }) {
+    if (stop) await stopSession(sessionID, stop)
+    for (const text of messages) {
+      await client.session
+        // After a stop, the message waits in the session for its developer's next prompt.
+        .promptAsync({ path: { id: sessionID }, body: { noReply: Boolean(stop), parts: [{ type: "text", text }] } })
+        .catch((error) => log("warn", `Could not give session ${sessionID} a message from Agentboard: ${error}`))
+    }
+  }
+
+  async function stopSession(sessionID, sentence) {
+    log("warn", `${sentence} (session ${sessionID})`)
+    client.tui
+      .showToast({ body: { title: "Agentboard", message: sentence, variant: "warning", duration: 15_000 } })
+      .catch(() => {})
+    await client.session
+      .abort({ path: { id: sessionID } })
+      .catch((error) => log("warn", `Could not stop session ${sessionID}: ${error}`))
+  }
+
+  // A tool call of a paused session waits for the board's word (`POST /hooks/opencode/paused`):
+  // a resume lets it run; a refusal (the wait ran out) or a stop is thrown, and opencode hands
+  // its sentence to the model as the call's error.
+  async function heldWhilePaused(input) {
+    if (!paused.has(input.sessionID)) return
+    const answer = await queue.then(() =>
+      send(
+        {
+          type: "agentboard.paused",
+          sessionID: input.sessionID,
+          callID: input.callID,
+          tool: input.tool,
+        },
+        undefined,
+        "/hooks/opencode/paused",
+      ),
+    )
+    if (answer.stop || answer.refuse) {
+      if (refused.size > 1000) refused.clear()
+      refused.add(input.callID)
+    }
+    if (answer.stop) {
+      stopSession(input.sessionID, answer.stop)
+      throw new Error(answer.stop)
+    }
+    if (answer.refuse) throw new Error(answer.refuse)
+    if (!failing) paused.delete(input.sessionID)
   }
 
   // Asked once the first session exists: asking while opencode loads its plugins would wait
@@ -307,6 +422,7 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
   function toolPart(part) {
     const status = part.state?.status
     if (!["running", "completed", "error"].includes(status) || !part.callID) return
+    if (refused.has(part.callID)) return
     if (toolCalls.get(part.callID) === status) return
     if (toolCalls.size > 1000) toolCalls.clear()
     toolCalls.set(part.callID, status)
@@ -337,6 +453,8 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
       const props = event.properties || {}
       const sessionID = props.sessionID || props.info?.sessionID
       if (FORWARDED.has(event.type)) post(event)
+      if (event.type === "session.created" || event.type === "session.updated") listen(props.info?.id)
+      if (event.type === "session.deleted") forget(props.info?.id)
       if (event.type === "session.created") {
         otherPluginConfigured().then((found) => found && reportOtherEnforcer(props.info.id))
       }
@@ -368,6 +486,7 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
     },
     "tool.execute.before": async (input) => {
       sawActivity(input.sessionID)
+      await heldWhilePaused(input)
       await gate(input)
     },
   }

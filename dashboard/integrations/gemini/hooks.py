@@ -217,6 +217,10 @@ def _as_before_tool(output: Output) -> Output:
     """Claude Code's PreToolUse answer as a BeforeTool's: a refusal is `decision: "deny"`
     with the reason the model reads; `continue: false` ends the loop as it is; an allow means
     nothing to Gemini (its own approval mode decides)."""
+    if output.get("continue") is False:
+        # A stop: Gemini ends its loop before the call runs (the deny beside it is for
+        # Claude Code, which would run the call otherwise).
+        return {"continue": False, "stopReason": output.get("stopReason", "")}
     specific = output.get("hookSpecificOutput")
     if not isinstance(specific, dict):
         return output

@@ -523,3 +523,16 @@ def stop_pending(agent_pk: int) -> str | None:
         .first()
     )
     return stop_words(directive) if directive is not None else None
+
+
+def stopping_claim(*, agent_pk: int, via: str) -> Outcome[Said]:
+    """An agent is stopping: a stop queued for it is delivered now, as its turn ends (the
+    messages queued beside it wait for its next turn, where the model reads them); else the
+    messages, to continue it with."""
+    if stop_pending(agent_pk) is not None:
+        claimed = directives_claim(agent_pk=agent_pk, via=via, messages=False)
+        Directive.objects.filter(
+            agent_id=agent_pk, kind=Directive.Kind.STOP, turn_ended_at__isnull=True
+        ).update(turn_ended_at=timezone.now())
+        return claimed
+    return directives_claim(agent_pk=agent_pk, via=via, stops=False)

@@ -320,3 +320,19 @@ def _token_of(user) -> str:
     from dashboard.models import AgentToken
 
     return AgentToken.issue(owner=user, label="reviewer")[1]
+
+
+async def test_a_message_queued_beside_a_stop_waits_for_the_next_turn(agent, lead):
+    await running(agent)
+    await act(services.message_send, user=lead, target=target(), text="Then rebase on main.")
+    await act(services.stop_send, user=lead, target=target(), reason="Hold it.")
+
+    # The agent stops on its own before any tool call: the stop is delivered, the turn ends.
+    assert (await agent.hook(load_fixture("stop.json", stop_hook_active=False))).json() == {}
+
+    services.forget()
+    answer = (await agent.hook(load_fixture("user_prompt_submit.json"))).json()
+    assert "Then rebase on main." in answer["hookSpecificOutput"]["additionalContext"]
+    stop = await Directive.objects.aget(kind="stop")
+    assert (stop.state, stop.delivered_via) == ("delivered", "Stop (Claude Code)")
+    assert (await agent.hook(pre_tool_use(1))).json() == {}

@@ -451,11 +451,11 @@ async def stopping_steered(agent_pk: int, *, client: str) -> Output | None:
         await write(steering.turn_over, agent_pk=agent_pk)
         return {}
     if flags.queued:
-        said = await write(steering.directives_claim, agent_pk=agent_pk, via=f"Stop ({client})")
-        if said.value.messages and said.value.stop is None:
-            return {"decision": "block", "reason": said.value.context}
+        said = await write(steering.stopping_claim, agent_pk=agent_pk, via=f"Stop ({client})")
         if said.value.stop is not None:
             return {}
+        if said.value.messages:
+            return {"decision": "block", "reason": said.value.context}
     if flags.paused:
         return {}
     return None

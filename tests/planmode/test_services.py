@@ -76,11 +76,12 @@ def test_approval_ends_plan_mode_back_in_default_mode(submit, reviewer):
     assert mode_of() == "default"
 
 
-def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_the_plan(
+def test_a_decision_is_a_few_statements_in_one_transaction_when_no_comment_is_on_the_plan(
     submit, reviewer
 ):
-    """The plan (locked, with whether anyone commented and whether another plan waits), its
-    update, the decision record, the session's mode, the audit log's entry: what a reviewer's
+    """The plan (locked, with whether anyone commented and whether another plan waits), the
+    audit chain's head, its update, the decision record, the session's mode, the audit log's
+    entry: what a reviewer's
     click waits on, and the waiting agent with it (the writes sent together, one round trip)."""
     plan = submit()
     with CaptureQueriesContext(connection) as queries:
@@ -88,12 +89,15 @@ def test_a_decision_is_four_statements_in_one_transaction_when_no_comment_is_on_
     statements = [q["sql"].split()[0] for q in queries.captured_queries]
     # (SQLite's BEGIN IMMEDIATE and COMMIT are statements too; PostgreSQL's are not logged.)
     statements = [word for word in statements if word not in {"BEGIN", "COMMIT"}]
-    assert statements == ["SELECT", "UPDATE", "INSERT", "UPDATE", "INSERT"]
+    # The audit log's chain: its head read (on PostgreSQL under a transaction lock, a statement
+    # of its own) before the entry is hashed and inserted.
+    chain = ["SELECT", "SELECT"] if connection.vendor == "postgresql" else ["SELECT"]
+    assert statements == ["SELECT", *chain, "UPDATE", "INSERT", "UPDATE", "INSERT"]
     assert mode_of() == "default"
     assert Decision.objects.get(plan=plan).decided_by == reviewer
 
 
-def test_on_postgresql_a_decision_waits_on_the_database_four_times_and_plans_nothing(
+def test_on_postgresql_a_decision_waits_on_the_database_five_times_and_plans_little(
     submit, reviewer, tmp_path
 ):
     """BEGIN, the plan read, all four writes together (the audit log's entry among them),
@@ -118,10 +122,13 @@ def test_on_postgresql_a_decision_waits_on_the_database_four_times_and_plans_not
         trace.seek(0)
         sent = [line.split("\t") for line in trace]
     answers = [line for line in sent if line[0] == "B" and line[2] == "ReadyForQuery"]
-    assert len(answers) == 4
-    # Parse is where PostgreSQL plans a statement: only bound and run here, never parsed.
-    assert [line for line in sent if line[0] == "F" and line[2] == "Parse"] == []
-    assert len([line for line in sent if line[0] == "F" and line[2] == "Bind"]) == 5
+    # One more for the audit log's chain: its lock and head read, sent together.
+    assert len(answers) == 5
+    # Parse is where PostgreSQL plans a statement: the decision's own are only bound and run
+    # here, never parsed; the chain's lock and head read (both trivial to plan) are.
+    parsed = [line[3] for line in sent if line[0] == "F" and line[2] == "Parse"]
+    assert len(parsed) == 2 and "pg_advisory_xact_lock" in parsed[0]
+    assert len([line for line in sent if line[0] == "F" and line[2] == "Bind"]) == 7
     assert mode_of() == "default"
     assert Decision.objects.get(plan=plan).decided_by == reviewer
 

@@ -110,8 +110,9 @@ def running_server(tmp: Path, name: str, **env: str) -> Iterator[LiveServer]:
         log_path=tmp / f"{name}.log",
     )
     (tmp / name).mkdir(exist_ok=True)
-    server.start()
     try:
+        # Inside: a server that does not answer in time is stopped too, not left running.
+        server.start()
         yield server
     finally:
         server.stop()

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 
 # Examples generated per operation, after schemathesis' own boundary cases: enough to find
 # every disagreement this schema had, quick enough for the suite (under a minute).
-EXAMPLES = 25
+EXAMPLES = 15
 
 # The agent token schemathesis sends as the schema's bearer scheme (and leaves out when it
 # checks that a request without it is refused).

@@ -123,7 +123,6 @@ def test_a_message_sent_while_the_agent_works_reaches_the_model_once(project, mo
     carried = new_in(model, MESSAGE)
     assert len(carried) == 1, project.report()
     assert occurrences(model.loop_requests[-1], MESSAGE) == 1, project.report()
-    print(f"\nClaude Code {project.claude.version} carried: {where_carried(carried[0], MESSAGE)}")
     [(kind, state, via)] = directives(project)
     assert (kind, state) == ("message", "delivered")
     assert via.startswith(("PostToolUse", "PreToolUse")), via
@@ -144,16 +143,13 @@ def test_a_paused_agents_command_runs_only_after_resume(project, model):
     assert started.poll() is None, project.report()
     assert not marker.exists(), f"The paused command ran.\n{project.report()}"
 
-    resumed_at = time.monotonic()
     assert steer(project, "resume") == 200
     wait_until(marker.exists, "the command to run after the resume", timeout=10)
-    released_in = time.monotonic() - resumed_at
     stdout, _ = finish(project, started)
     assert started.returncode == 0, project.report()
     assert "Resumed and done." in stdout
     result = project.result_of(paused_call)
     assert not result.is_error, result
-    print(f"\nClaude Code {project.claude.version}: ran {released_in:.2f} s after Resume")
 
 
 def test_stop_ends_the_turn_and_the_terminal_shows_the_reason(project, model):
@@ -170,15 +166,10 @@ def test_stop_ends_the_turn_and_the_terminal_shows_the_reason(project, model):
     stopped_call.release()
 
     try:
-        screen = window.wait_for(STOP_REASON)
+        window.wait_for(STOP_REASON)
     except AssertionError as error:
         raise AssertionError(f"{error}\n{project.report()}") from None
-    shown = [line.strip() for line in screen.splitlines() if STOP_REASON in line]
     time.sleep(1)
-    print(
-        f"\nClaude Code {project.claude.version}'s terminal shows: {shown}; model requests "
-        f"after the stop: {len(model.loop_requests) - 1}"
-    )
     assert not marker.exists(), f"The stopped command ran.\n{project.report()}"
     [(kind, state, via)] = directives(project)
     assert (kind, state) == ("stop", "delivered") and via.startswith("PreToolUse"), via
@@ -204,10 +195,6 @@ def test_a_message_to_a_stopping_agent_continues_it(project, model):
     assert started.returncode == 0, project.report()
     carried = new_in(model, "Run the linter before you stop.")
     assert len(carried) == 1, project.report()
-    print(
-        f"\nClaude Code {project.claude.version} continued with: "
-        f"{where_carried(carried[0], 'Run the linter before you stop.')}"
-    )
     assert "Ran the linter as asked." in stdout, project.report()
     [(kind, state, via)] = directives(project)
     assert (kind, state, via) == ("message", "delivered", "Stop (Claude Code)")

@@ -17,7 +17,6 @@ import threading
 import time as clock
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
@@ -380,13 +379,6 @@ def _claim(*, agent_pk: int, via: str, kinds: list[str], cached: bool = True) ->
     return claimed
 
 
-def open_pause(agent_pk: int) -> Pause | None:
-    """The agent's pause while it is open (no query unless this process knows of one)."""
-    if agent_pk not in _state().paused:
-        return None
-    return Pause.objects.filter(agent_id=agent_pk, resumed_at__isnull=True).first()
-
-
 def is_paused(agent_pk: int) -> bool:
     """From this process's view (at most `STEERING_TTL` old): for a hook's fast path."""
     return agent_pk in _state().paused
@@ -495,18 +487,6 @@ def _state() -> _View:
     view = _View(clock.monotonic(), frozenset(queued), frozenset(paused), frozenset(stopping))
     _view = view
     return view
-
-
-def steering_of(agent_pks: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """For the board: each agent's open pause and what is queued for it (two queries)."""
-    found: dict[int, dict[str, Any]] = {}
-    for paused in Pause.objects.filter(agent_id__in=agent_pks, resumed_at__isnull=True):
-        found.setdefault(paused.agent_id, {})["pause"] = paused
-    for directive in Directive.objects.filter(
-        agent_id__in=agent_pks, state=Directive.State.QUEUED
-    ).order_by("created_at"):
-        found.setdefault(directive.agent_id, {}).setdefault("queued", []).append(directive)
-    return found
 
 
 def stop_pending(agent_pk: int) -> str | None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest
-from ninja import Path, Router
+from ninja import Path, Query, Router
 from ninja.responses import Status
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +16,7 @@ from dashboard.core.edge import MAX_INTEGER, SPACE_CLASS
 from dashboard.core.writer import write
 from dashboard.models import Agent
 from dashboard.steering import services
-from dashboard.steering.models import MAX_TEXT_CHARS, Directive
+from dashboard.steering.models import CLAIM_KEY_PATTERN, MAX_TEXT_CHARS, Directive
 from todos.api import ERRORS, AgentPathId
 from todos.schemas import ErrorOut
 
@@ -118,22 +118,38 @@ async def agent_message(
     summary="The messages queued for an agent",
 )
 async def agent_messages(
-    request: HttpRequest, session_id: AgentPathId, agent_id: AgentPathId
+    request: HttpRequest,
+    session_id: AgentPathId,
+    agent_id: AgentPathId,
+    claim: Annotated[
+        str,
+        Query(
+            "",
+            pattern=CLAIM_KEY_PATTERN,
+            description=(
+                "A name for this read (letters, digits, `-`, `_`; at most 64), kept until an "
+                "answer arrives: a retry with the same name is answered with what the lost "
+                "answer carried, then with anything queued since."
+            ),
+        ),
+    ] = "",
 ) -> dict:
     """For an agent of your own: the session's owner reads what is queued for it, and each
     message read is then delivered (it is handed out once). Anyone else who may steer the
     agent sees what still waits, without taking it."""
-    return await _messages_read(request.auth, session_id, agent_id)
+    return await _messages_read(request.auth, session_id, agent_id, claim)
 
 
-async def _messages_read(user: object, session_id: str, agent_id: str) -> dict:
+async def _messages_read(user: object, session_id: str, agent_id: str, claim: str) -> dict:
     agent = (
         await database_sync_to_async(services.targets_resolve)(
             user=user, target=services.Target(session_id, agent_id)
         )
     )[0]
     if agent.session.owner_id == getattr(user, "pk", None):
-        claimed = await write(services.messages_take, agent_pk=agent.pk, via="GET /messages (API)")
+        claimed = await write(
+            services.messages_take, agent_pk=agent.pk, via="GET /messages (API)", key=claim
+        )
         directives = claimed.value
     else:
         directives = await database_sync_to_async(_queued)(agent)

@@ -17,6 +17,8 @@ from django.utils import timezone
 from dashboard.models import Agent, Session
 
 MAX_TEXT_CHARS = 4_000
+# A claim key: what a client may name its poll or read with (`Directive.claim_key`).
+CLAIM_KEY_PATTERN = r"^[A-Za-z0-9_-]{0,64}$"
 
 
 class Directive(models.Model):
@@ -49,6 +51,9 @@ class Directive(models.Model):
     # A stop delivered holds until the agent's turn ends (its Stop, or its developer's next
     # prompt): a tool call its model still tries meanwhile is refused too.
     turn_ended_at = models.DateTimeField(null=True, blank=True)
+    # The key of the poll or read that claimed it, when the client sent one: the same key asked
+    # again (a retry whose answer was lost on the way) is answered with it again.
+    claim_key = models.CharField(max_length=64, blank=True)
 
     class Meta:
         indexes = [

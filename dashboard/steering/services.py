@@ -326,30 +326,55 @@ def pause_words(paused: Pause) -> str:
 
 
 def directives_claim(
-    *, agent_pk: int, via: str, messages: bool = True, stops: bool = True
+    *, agent_pk: int, via: str, messages: bool = True, stops: bool = True, key: str = ""
 ) -> Outcome[Said]:
     """Claim what is queued for the agent (inside the writer), each exactly once: of two hooks
     of two processes claiming together, a directive goes to the one whose conditional update
-    matched it. `messages`/`stops` False leave those queued for a hook that can carry them."""
-    kinds = [
+    matched it. `messages`/`stops` False leave those queued for a hook that can carry them.
+    With a `key`, what an earlier claim with the same key took is said again first: a client
+    that lost an answer on the way asks again with the same key and loses nothing."""
+    kinds = _kinds(messages, stops)
+    claimed = (claimed_before(agent_pk=agent_pk, key=key, kinds=kinds) if key else []) + _claim(
+        agent_pk=agent_pk, via=via, kinds=kinds, key=key
+    )
+    if not claimed:
+        return Outcome(Said())
+    return Outcome(said_of(claimed), _claimed_changes(claimed))
+
+
+def said_of(directives: Sequence[Directive]) -> Said:
+    """The messages and the (first) stop of these directives, as a hook answer says them."""
+    stops = [d for d in directives if d.kind == Directive.Kind.STOP]
+    return Said(
+        messages=tuple(message_words(d) for d in directives if d.kind == Directive.Kind.MESSAGE),
+        stop=stop_words(stops[0]) if stops else None,
+    )
+
+
+def _kinds(messages: bool, stops: bool) -> list[str]:
+    return [
         kind
         for kind, wanted in ((Directive.Kind.MESSAGE, messages), (Directive.Kind.STOP, stops))
         if wanted
     ]
-    claimed = _claim(agent_pk=agent_pk, via=via, kinds=kinds)
-    if not claimed:
-        return Outcome(Said())
-    stops_claimed = [d for d in claimed if d.kind == Directive.Kind.STOP]
-    said = Said(
-        messages=tuple(message_words(d) for d in claimed if d.kind == Directive.Kind.MESSAGE),
-        stop=stop_words(stops_claimed[0]) if stops_claimed else None,
+
+
+def claimed_before(*, agent_pk: int, key: str, kinds: Sequence[str]) -> list[Directive]:
+    """What a claim with this key took already (a read: for a client's retry)."""
+    return list(
+        Directive.objects.filter(
+            agent_id=agent_pk, claim_key=key, kind__in=kinds, state=Directive.State.DELIVERED
+        ).order_by("created_at", "pk")
     )
-    return Outcome(said, _claimed_changes(claimed))
 
 
-def messages_take(*, agent_pk: int, via: str) -> Outcome[list[Directive]]:
-    """The messages queued for the agent, claimed (an agent of your own reads them)."""
-    claimed = _claim(agent_pk=agent_pk, via=via, kinds=[Directive.Kind.MESSAGE], cached=False)
+def messages_take(*, agent_pk: int, via: str, key: str = "") -> Outcome[list[Directive]]:
+    """The messages queued for the agent, claimed (an agent of your own reads them); with a
+    `key`, those an earlier read with the same key took come first, again."""
+    kinds = [Directive.Kind.MESSAGE]
+    claimed = (claimed_before(agent_pk=agent_pk, key=key, kinds=kinds) if key else []) + _claim(
+        agent_pk=agent_pk, via=via, kinds=kinds, cached=False, key=key
+    )
     return Outcome(claimed, _claimed_changes(claimed) if claimed else Changes())
 
 
@@ -358,7 +383,9 @@ def _claimed_changes(claimed: list[Directive]) -> Changes:
     return Changes(sessions={session_pk}).agent(claimed[0].agent_id, session_pk)
 
 
-def _claim(*, agent_pk: int, via: str, kinds: list[str], cached: bool = True) -> list[Directive]:
+def _claim(
+    *, agent_pk: int, via: str, kinds: list[str], cached: bool = True, key: str = ""
+) -> list[Directive]:
     if cached and agent_pk not in _state().queued:
         return []
     queued = list(
@@ -371,7 +398,7 @@ def _claim(*, agent_pk: int, via: str, kinds: list[str], cached: bool = True) ->
         directive
         for directive in queued
         if Directive.objects.filter(pk=directive.pk, state=Directive.State.QUEUED).update(
-            state=Directive.State.DELIVERED, delivered_at=now, delivered_via=via[:80]
+            state=Directive.State.DELIVERED, delivered_at=now, delivered_via=via[:80], claim_key=key
         )
     ]
     if claimed:
@@ -418,9 +445,19 @@ def stop_holding(agent_pk: int) -> str | None:
 
 def turn_over(*, agent_pk: int) -> Outcome[None]:
     """The agent's turn ended (it stopped, or its developer typed a new prompt): a stop
-    delivered before holds no more. No query unless this process knows of one."""
-    if agent_pk in _state().stopping:
-        _holding_stops().filter(agent_id=agent_pk).update(turn_ended_at=timezone.now())
+    delivered before holds no more, and a stop still queued (the turn ended without a hook that
+    could carry it: the developer interrupted it) is not carried into the next turn, whose
+    prompt runs normally. One indexed query, once a turn."""
+    now = timezone.now()
+    holding = agent_pk in _state().stopping and _holding_stops().filter(
+        agent_id=agent_pk
+    ).update(turn_ended_at=now)
+    settled = Directive.objects.filter(
+        agent_id=agent_pk, kind=Directive.Kind.STOP, state=Directive.State.QUEUED
+    ).update(
+        state=Directive.State.UNDELIVERED, delivered_at=now, delivered_via="the turn ended first"
+    )
+    if holding or settled:
         forget()
     return Outcome(None)
 

@@ -43,8 +43,12 @@ class Plugin:
             headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
         )
 
-    def poll(self, paused: tuple[str, ...] = (), headers: dict | None = None) -> asyncio.Task:
+    def poll(
+        self, paused: tuple[str, ...] = (), headers: dict | None = None, poll_id: str = ""
+    ) -> asyncio.Task:
         body = {"type": "agentboard.steering", "sessionIDs": [SESSION], "paused": list(paused)}
+        if poll_id:
+            body["pollID"] = poll_id
         return asyncio.create_task(self.post(POLL_URL, body, headers))
 
     def tool_call(self, headers: dict | None = None) -> asyncio.Task:
@@ -102,6 +106,25 @@ async def test_a_message_is_given_to_one_poll_only(plugin, reviewer):
     assert sum(len(answer["said"]) for answer in answers) == 1
     # A retry after the answer finds nothing left to say.
     assert (await answered(plugin.poll(headers=SHORT)))["said"] == []
+
+
+async def test_a_poll_whose_answer_was_lost_is_answered_again_when_it_is_asked_again(
+    plugin, reviewer
+):
+    """The plugin asks again with the same poll id until an answer reaches it: what the lost
+    answer carried comes again, once, and a new poll does not get it."""
+    await write(services.message_send, user=reviewer, target=target(), text="Use staging.")
+    await write(services.stop_send, user=reviewer, target=target(), reason="Enough.")
+    first = await answered(plugin.poll(headers=SHORT, poll_id="poll-1"))
+
+    retried = await answered(plugin.poll(headers=SHORT, poll_id="poll-1"))
+
+    assert retried == first
+    ((said),) = retried["said"]
+    assert said["stop"] == "Stopped by lead from Agentboard: Enough."
+    assert said["messages"][0].endswith("Use staging.")
+    assert (await answered(plugin.poll(headers=SHORT, poll_id="poll-2")))["said"] == []
+    assert await Directive.objects.filter(state="delivered").acount() == 2
 
 
 async def test_a_poll_with_nothing_to_say_ends_empty_within_the_clients_patience(plugin):
@@ -213,6 +236,8 @@ async def test_a_poll_must_be_a_post(plugin):
         {"sessionIDs": "ses_main0001"},
         {"sessionIDs": [""]},
         {"sessionIDs": [f"ses_{n}" for n in range(201)]},
+        {"sessionIDs": ["ses_main0001"], "pollID": "<script>"},
+        {"sessionIDs": ["ses_main0001"], "pollID": "x" * 65},
         {},
         [],
     ],

@@ -300,6 +300,27 @@ async def test_the_api_lets_a_reviewers_token_steer_and_an_owner_read_its_queue(
     assert unknown.status_code == 404
 
 
+async def test_an_owners_read_retried_with_its_claim_name_gets_what_the_lost_answer_carried(
+    agent, lead, token
+):
+    await running(agent)
+    api = TokenClient(await sync_to_async(_token_of)(lead))
+    owner = TokenClient(token)
+    base = f"/api/v1/sessions/{SESSION_ID}/agents/{SESSION_ID}"
+    await api.post(f"{base}/messages", {"text": "Rebase first."})
+    first = await owner.get(f"{base}/messages?claim=read-1")
+    await api.post(f"{base}/messages", {"text": "Then push."})
+
+    retried = await owner.get(f"{base}/messages?claim=read-1")
+
+    assert [m["text"] for m in first.json()["messages"]] == ["Rebase first."]
+    assert [m["text"] for m in retried.json()["messages"]] == ["Rebase first.", "Then push."]
+    assert (await owner.get(f"{base}/messages?claim=read-2")).json() == {"messages": []}
+    hostile = await owner.get(f"{base}/messages?claim=%3Cscript%3E")
+    assert hostile.status_code == 422
+    assert hostile.json()["error"]["message"]
+
+
 class TokenClient:
     """The agent API as a token's holder calls it."""
 

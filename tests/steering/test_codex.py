@@ -113,6 +113,22 @@ async def test_a_stop_refuses_the_next_call_and_every_one_after_until_the_turn_e
     assert (await codex.hook(pre_tool_use(3))).json() == {}
 
 
+async def test_a_stop_whose_turn_ended_without_a_stop_hook_leaves_the_next_prompt_alone(
+    codex, reviewer
+):
+    """The developer interrupted the turn (no Stop hook): the stop is not carried into the
+    turn their next prompt starts, and the board says why it was not delivered."""
+    await running(codex)
+    await write(services.stop_send, user=reviewer, target=target(), reason="Runaway loop.")
+    assert (await codex.hook(pre_tool_use(1))).json()["hookSpecificOutput"]["permissionDecision"]
+
+    assert (await codex.hook(load_fixture("user_prompt_submit.json"))).json() == {}
+    assert (await codex.hook(pre_tool_use(2))).json() == {}
+    assert "Runaway" not in str((await codex.hook(post_tool_use(2))).json())
+    directive = await Directive.objects.aget()
+    assert (directive.state, directive.delivered_via) == ("undelivered", "the turn ended first")
+
+
 async def test_a_stop_sent_while_a_command_runs_is_told_with_its_result(codex, reviewer):
     await running(codex)
     await codex.hook(pre_tool_use(1))

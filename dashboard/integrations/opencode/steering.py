@@ -13,7 +13,9 @@ or a pause may be written by any server process, or before a restart, with nothi
 database is the one place every process sees, and a poll that a restart or a lost connection
 cut off is simply asked again, finding the directive still queued. A directive is claimed by a
 conditional update in the writer before it is answered, so of two polls (two processes, a
-plugin's retry) only one gets it.
+plugin's retry) only one gets it. A poll names itself (`pollID`), and the plugin asks again with
+the same name until an answer reaches it: what a poll claimed whose answer was lost on the way
+is answered again, at once, so a message is neither lost nor put into the session twice.
 
 `POST /hooks/opencode/paused`: a tool call of a session the plugin holds as paused, held (like
 Claude Code's PreToolUse) until a resume in any process, then `{}` and the call runs; refused
@@ -39,7 +41,7 @@ from dashboard.live.waiting import hold_for, wait_while_paused
 from dashboard.live.watch import watch_for
 from dashboard.models import Agent
 from dashboard.steering import services as steering
-from dashboard.steering.models import Directive
+from dashboard.steering.models import CLAIM_KEY_PATTERN, Directive
 
 # How long one poll waits for news before it is answered with none.
 STEERING_POLL_SECONDS = 25.0
@@ -58,6 +60,8 @@ class Poll(Lenient):
     sessionIDs: list[SessionId] = Field(max_length=MAX_SESSIONS)
     # The sessions the plugin holds as paused: the poll answers when that changes.
     paused: list[SessionId] = Field(default_factory=list, max_length=MAX_SESSIONS)
+    # The poll's name, the same on each retry of it (an older plugin sends none).
+    pollID: str = Field(default="", pattern=CLAIM_KEY_PATTERN)
 
 
 class HeldCall(SessionRef):
@@ -89,9 +93,14 @@ async def opencode_steering(request: HttpRequest, owner: AbstractBaseUser) -> Js
         ):
             agents = await reader.read(_running_agents, owner.pk, poll.sessionIDs)
             resolved_at = loop.time()
+            if poll.pollID:
+                again = await reader.read(_claimed_before, agents, poll.pollID)
+                if again:
+                    _, paused = await reader.read(_steering_view, list(agents))
+                    return JsonResponse(_answer(again, paused, agents))
         queued, paused = await reader.read(_steering_view, list(agents))
         if queued:
-            said = await write(_claim, agents={pk: agents[pk] for pk in queued})
+            said = await write(_claim, agents={pk: agents[pk] for pk in queued}, key=poll.pollID)
             if said.value:
                 return JsonResponse(_answer(said.value, paused, agents))
         if {agents[pk] for pk in paused} != known_paused & set(agents.values()):
@@ -134,22 +143,32 @@ def _steering_view(agent_pks: list[int]) -> tuple[list[int], set[int]]:
     return queued, paused
 
 
-def _claim(*, agents: dict[int, str]) -> Outcome[list[dict[str, Any]]]:
-    """What is queued for each agent, claimed (each once, whichever poll comes first)."""
+def _claim(*, agents: dict[int, str], key: str) -> Outcome[list[dict[str, Any]]]:
+    """What is queued for each agent, claimed (each once, whichever poll comes first), with
+    what this poll's earlier tries claimed."""
     said: list[dict[str, Any]] = []
     outcome: Outcome[list[dict[str, Any]]] = Outcome(said)
     for pk, opencode_id in agents.items():
-        claimed = steering.directives_claim(agent_pk=pk, via=VIA)
+        claimed = steering.directives_claim(agent_pk=pk, via=VIA, key=key)
         if claimed.value:
-            said.append(
-                {
-                    "sessionID": opencode_id,
-                    "messages": list(claimed.value.messages),
-                    "stop": claimed.value.stop,
-                }
-            )
+            said.append(_said(opencode_id, claimed.value))
             outcome.changes.merge(claimed.changes)
     return outcome
+
+
+def _claimed_before(agents: dict[int, str], key: str) -> list[dict[str, Any]]:
+    """What an earlier try of this poll claimed, whose answer never reached the plugin."""
+    kinds = [Directive.Kind.MESSAGE, Directive.Kind.STOP]
+    said = []
+    for pk, opencode_id in agents.items():
+        before = steering.claimed_before(agent_pk=pk, key=key, kinds=kinds)
+        if before:
+            said.append(_said(opencode_id, steering.said_of(before)))
+    return said
+
+
+def _said(opencode_id: str, said: steering.Said) -> dict[str, Any]:
+    return {"sessionID": opencode_id, "messages": list(said.messages), "stop": said.stop}
 
 
 @agent_endpoint("Send a paused session's tool call with POST.")

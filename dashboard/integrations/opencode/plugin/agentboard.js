@@ -12,6 +12,7 @@
 // machine (the host name) the sessions run on, so the board can group them by project and
 // machine; AGENTBOARD_REPORT_ORIGIN=0 in the environment keeps both to this machine.
 
+import { randomUUID } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 import { hostname } from "node:os"
 import { dirname, join, resolve } from "node:path"
@@ -276,27 +277,40 @@ export const AgentboardPlugin = async ({ client, directory, worktree }) => {
     paused.delete(sessionID)
   }
 
+  // A poll keeps its name (`pollID`) until an answer reaches it: what the board claimed for a
+  // poll whose answer was lost on the way is answered again to the retry, not lost.
   async function pollAll() {
     listening = new Set()
+    let pollID = newPollID()
     while (sessions.size) {
       listening = new Set(sessions)
-      if (!(await poll([...listening]))) await sleep(POLL_RETRY_MS)
+      if (await poll([...listening], pollID)) pollID = newPollID()
+      else await sleep(POLL_RETRY_MS)
     }
     listening = null
   }
 
   async function pollUntilNamed(sessionID) {
+    let pollID = newPollID()
     while (sessions.has(sessionID) && listening && !listening.has(sessionID)) {
-      if (!(await poll([sessionID]))) await sleep(POLL_RETRY_MS)
+      if (await poll([sessionID], pollID)) pollID = newPollID()
+      else await sleep(POLL_RETRY_MS)
     }
   }
+
+  const newPollID = () => randomUUID()
 
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms).unref?.())
 
   // One poll and what it brought; false when the board gave no answer.
-  async function poll(ids) {
+  async function poll(ids, pollID) {
     const answer = await send(
-      { type: "agentboard.steering", sessionIDs: ids, paused: ids.filter((id) => paused.has(id)) },
+      {
+        type: "agentboard.steering",
+        sessionIDs: ids,
+        paused: ids.filter((id) => paused.has(id)),
+        pollID,
+      },
       AbortSignal.timeout(POLL_TIMEOUT_MS),
       "/hooks/opencode/steering",
     )

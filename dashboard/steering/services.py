@@ -449,9 +449,9 @@ def turn_over(*, agent_pk: int) -> Outcome[None]:
     could carry it: the developer interrupted it) is not carried into the next turn, whose
     prompt runs normally. One indexed query, once a turn."""
     now = timezone.now()
-    holding = agent_pk in _state().stopping and _holding_stops().filter(
-        agent_id=agent_pk
-    ).update(turn_ended_at=now)
+    holding = 0
+    if agent_pk in _state().stopping:
+        holding = _holding_stops().filter(agent_id=agent_pk).update(turn_ended_at=now)
     settled = Directive.objects.filter(
         agent_id=agent_pk, kind=Directive.Kind.STOP, state=Directive.State.QUEUED
     ).update(

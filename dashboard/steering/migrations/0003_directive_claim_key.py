@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('steering', '0002_stop_holds_for_the_turn'),
+        ("steering", "0002_stop_holds_for_the_turn"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='directive',
-            name='claim_key',
+            model_name="directive",
+            name="claim_key",
             field=models.CharField(blank=True, max_length=64),
         ),
     ]

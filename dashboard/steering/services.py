@@ -173,6 +173,14 @@ def _changes_for(agents: Sequence[Agent]) -> Changes:
     return changes
 
 
+def _pause_changes(agents: Sequence[Agent]) -> Changes:
+    """A pause or a resume: each agent's card and row, and the banner of its session, whose
+    "needs a look" lines offer Pause or Resume."""
+    changes = _changes_for(agents)
+    changes.inbox_sessions |= {agent.session_id for agent in agents}
+    return changes
+
+
 def _audit_each_session(
     action: str, agents: Sequence[Agent], *, user: AbstractBaseUser, via: Via | None, said: str
 ) -> None:
@@ -267,7 +275,7 @@ def pause(
     forget()
     if paused:
         _audit_each_session(AuditAction.AGENT_PAUSED, paused, user=user, via=via, said=reason)
-    return Steered(len(paused), unchanged=len(already), changes=_changes_for(paused))
+    return Steered(len(paused), unchanged=len(already), changes=_pause_changes(paused))
 
 
 def resume(*, user: AbstractBaseUser, target: Target, via: Via | None = None) -> Steered:
@@ -283,7 +291,7 @@ def resume(*, user: AbstractBaseUser, target: Target, via: Via | None = None) ->
             "not_paused", "Nothing there is paused, so nothing was resumed.", status=409
         )
     _audit_each_session(AuditAction.AGENT_RESUMED, resumed, user=user, via=via, said="")
-    changes = _changes_for(resumed)
+    changes = _pause_changes(resumed)
     changes.resumed_agents |= {agent.pk for agent in resumed}
     return Steered(len(resumed), unchanged=len(agents) - len(resumed), changes=changes)
 

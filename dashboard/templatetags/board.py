@@ -12,6 +12,7 @@ from dashboard.board.selectors import AgentCard, SessionSummary
 from dashboard.board.session_row import session_row as row_html
 from dashboard.board.steer_html import paused_line
 from dashboard.board.steer_html import steer_actions as actions_html
+from dashboard.steering import services as steering
 
 register = template.Library()
 
@@ -35,12 +36,21 @@ def agent_card(context: dict[str, Any], card: AgentCard) -> SafeString:
 
 @register.simple_tag(takes_context=True)
 def steer_actions(
-    context: dict[str, Any], session: Any, *, who: str, agent_id: str = "", paused: bool = False
+    context: dict[str, Any],
+    session: Any,
+    *,
+    who: str,
+    agent: Any = None,
+    paused: bool = False,
 ) -> SafeString | str:
-    """Message, Pause or Resume, Stop (`dashboard.board.steer_html`) on a board's header and
-    banner: left out for a viewer who may not steer, and only while the session runs."""
+    """Message, Pause or Resume, Stop (`dashboard.board.steer_html`) on a board's header (the
+    session's every agent, `paused` when some are) and banner (one `agent`: Resume while it is
+    paused): left out for a viewer who may not steer, and only while the session runs."""
     if not session.is_active or context.get("can_review") is False:
         return ""
+    if agent is not None:
+        paused = steering.is_paused(agent.pk)
+    agent_id = agent.agent_id if agent is not None else ""
     return actions_html(session.session_id, who=who, agent_id=agent_id, paused=paused, steer=True)
 
 

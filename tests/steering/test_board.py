@@ -320,3 +320,23 @@ def test_a_needs_a_look_line_offers_message_pause_and_stop_and_the_failed_steps(
     assert look.find("button").text() == "Dismiss"
     failed = look.find("a", href=f"/sessions/{SESSION}/timeline/?agent={SESSION}&failures=1")
     assert failed.text() == "Its failed steps on the timeline"
+
+
+def test_a_needs_a_look_line_of_a_paused_agent_offers_resume(as_lead, session):
+    from dashboard.activity.models import Concern, ConcernKind
+
+    main = Agent.objects.get(agent_id=SESSION)
+    Concern.objects.create(
+        agent=main,
+        session=session,
+        kind=ConcernKind.STUCK,
+        since=timezone.now() - timedelta(minutes=3),
+        detail="no step while “Write the migration” is in progress",
+    )
+    assert send(as_lead, "pause", {"agent": SESSION, "reason": "Look first"}).status_code == 200
+
+    look = board(as_lead).find(cls="kind-look")
+
+    assert set(steer_links(look)) == {"message", "stop"}
+    resume = look.find("a", data_steer_resume=f"/steer/{SESSION}/resume/send/?agent={SESSION}")
+    assert resume.text() == "Resume"

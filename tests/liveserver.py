@@ -12,6 +12,7 @@ import http.cookiejar
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -171,15 +172,71 @@ def server_env(
     return env
 
 
-def create_database(base_url: str) -> tuple[str, str]:
-    """A fresh PostgreSQL database beside the one in base_url; returns (url, name)."""
+def create_database(base_url: str, *, template: str = "") -> tuple[str, str]:
+    """A fresh PostgreSQL database beside the one in base_url (a copy of `template`, when
+    named); returns (url, name)."""
     import psycopg
 
     name = f"agentboard_live_{secrets.token_hex(4)}"
     admin_url = re.sub(r"/[^/]*$", "/postgres", base_url)
+    copied = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(admin_url, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"{copied}')
     return re.sub(r"/[^/]*$", f"/{name}", base_url), name
+
+
+# What `serve` leaves in a data folder on its first start, copied into each new server's.
+MIGRATED_AND_COLLECTED = """
+import django
+django.setup()
+from django.core.management import call_command
+from dashboard.management.commands.serve import _static_files_collected
+call_command("migrate", interactive=False, verbosity=0)
+_static_files_collected()
+"""
+
+
+@dataclass
+class ServerTemplate:
+    """A data folder (and on PostgreSQL a database) as a first start of `serve` leaves it,
+    made once: a server started from a copy has nothing to migrate or collect."""
+
+    data_dir: Path
+    database_url: str = ""
+    database_name: str = ""
+
+    @classmethod
+    def made(cls, data_dir: Path) -> ServerTemplate:
+        base_url = os.environ.get("DATABASE_URL", "")
+        template = cls(data_dir)
+        if base_url.startswith("postgres"):
+            template.database_url, template.database_name = create_database(base_url)
+        env = server_env(data_dir, database_url=template.database_url or None)
+        env["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
+        done = subprocess.run(
+            [sys.executable, "-c", MIGRATED_AND_COLLECTED],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            template.drop()
+            raise RuntimeError(f"The servers' template could not be made:\n{done.stderr}")
+        return template
+
+    def copy_to(self, data_dir: Path) -> None:
+        """A new server's data folder: the SQLite file and the collected static files (linked:
+        a server only reads them); its own secret key is made when it starts."""
+        data_dir.mkdir()
+        for name in ("agentboard.sqlite3", "static-sources"):
+            if (self.data_dir / name).exists():
+                shutil.copy(self.data_dir / name, data_dir / name)
+        shutil.copytree(self.data_dir / "static", data_dir / "static", copy_function=os.link)
+
+    def drop(self) -> None:
+        if self.database_name:
+            drop_database(os.environ["DATABASE_URL"], self.database_name)
 
 
 def drop_database(base_url: str, name: str) -> None:

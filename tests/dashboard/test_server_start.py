@@ -92,3 +92,31 @@ def test_the_server_hands_form_bodies_to_django_unparsed(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{} b'username=ada&password=secret'"
+
+
+COLLECT = """
+import django
+django.setup()
+from dashboard.management.commands.serve import _static_files_collected
+_static_files_collected()
+"""
+
+
+def test_a_start_collects_the_static_files_again_only_when_a_source_changed(tmp_path):
+    env = server_env(tmp_path) | {"DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+
+    def start() -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", COLLECT], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return (tmp_path / "static" / "staticfiles.json").stat().st_mtime_ns
+
+    first = start()
+    assert start() == first
+    # As after an upgrade that changed a stylesheet: the sources' fingerprint differs.
+    (tmp_path / "static-sources").write_text("the sources of an older release")
+    assert start() > first
+    # And a static folder someone emptied is filled again.
+    (tmp_path / "static" / "staticfiles.json").unlink()
+    assert start() > first

@@ -131,13 +131,17 @@ def _form_context(request: HttpRequest, box: Box, action: str, **extra: Any) -> 
         if box.agent
         else None
     )
+    # Each scope says how many it reaches, so the box tells it without JavaScript too.
+    counts = {
+        value: services.steerable_count(user=request.user, target=box.target(value))
+        for value, _ in box.scopes
+    }
     return {
         "box": box,
         "action": action,
         "scope": scope,
-        "count_words": _count_words(
-            services.steerable_count(user=request.user, target=box.target(scope))
-        ),
+        "scopes": [(value, words, counts[value]) for value, words in box.scopes],
+        "count_words": _count_words(counts[scope]),
         "max_chars": MAX_TEXT_CHARS,
         "next": _back(request, box),
         "open_pause": open_pause,

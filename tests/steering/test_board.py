@@ -142,6 +142,12 @@ def test_the_box_is_a_page_of_its_own_without_javascript(as_lead, session):
     assert form.attrs["method"] == "post"
     assert form.find("input", name="csrfmiddlewaretoken")
     assert form.find("textarea", name="reason")
+    # Without a script to ask again, each scope says how many it reaches.
+    choices = [label.text() for label in form.find_all("label", cls="steer-choice")]
+    assert choices == [
+        "This agent (1 running)",
+        "Every running agent of this session (2 running)",
+    ]
 
 
 # --- the actions ---------------------------------------------------------------------------

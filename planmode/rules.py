@@ -60,7 +60,7 @@ def parse_rule(text: str) -> Rule:
         raise ValueError(f"A rule has at most {MAX_RULE_LENGTH} characters.")
     if "\n" in text or "\r" in text:
         raise ValueError("A rule is one line; remove the line breaks.")
-    if "\x00" in text or _unstorable(text):
+    if "\x00" in text or unstorable(text):
         raise ValueError("The rule has characters that cannot be stored; retype it.")
     match = RULE_PATTERN.match(text)
     if match is None:
@@ -74,7 +74,7 @@ def parse_rule(text: str) -> Rule:
     return Rule(tool=match.group("tool"), content=content.strip() if content else None)
 
 
-def _unstorable(text: str) -> bool:
+def unstorable(text: str) -> bool:
     """A lone surrogate (which JSON can spell) no database stores."""
     try:
         text.encode("utf-8")

@@ -261,3 +261,16 @@ def test_an_edit_that_changes_nothing_is_not_audited(reviewer):
 
 def test_editing_a_rule_that_is_gone_says_so(reviewer):
     assert team_rule_update(rule_id=12345, user=reviewer, behavior="deny") is None
+
+
+def test_the_rules_page_says_which_rules_decide_nothing(reviewer):
+    add(reviewer, "Bash(make lint)", mode=RuleMode.SHADOW)
+    expired = add(reviewer, "Bash(make test)", expires_at=timezone.now() + timedelta(hours=1))
+    TeamRule.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+    client = Client()
+    client.force_login(reviewer)
+
+    page = client.get("/inbox/rules/").content.decode()
+
+    assert "in shadow: decides nothing" in page
+    assert "expired: decides nothing" in page

@@ -663,7 +663,7 @@ def _readable(text: str, what: str) -> str:
     return text
 
 
-def _rule_checked(team_rule: TeamRule, *, now: datetime) -> None:
+def _rule_checked(team_rule: TeamRule, *, now: datetime, new_expiry: bool = True) -> None:
     """A rule's fields as they may be stored; ValueError (one sentence) when they may not."""
     if team_rule.behavior not in RuleBehavior.values:
         raise ValueError("Choose allow or deny.")
@@ -681,7 +681,7 @@ def _rule_checked(team_rule: TeamRule, *, now: datetime) -> None:
     expires_at = team_rule.expires_at
     if expires_at is not None and timezone.is_naive(expires_at):
         raise ValueError("Give the expiry with its time zone.")
-    if expires_at is not None and expires_at <= now:
+    if new_expiry and expires_at is not None and expires_at <= now:
         raise ValueError("Choose an expiry in the future, or none.")
     if team_rule.allows_dangerous and team_rule.behavior != RuleBehavior.ALLOW:
         raise ValueError("Only an allow rule can be confirmed to allow a dangerous shape.")
@@ -751,7 +751,8 @@ def team_rule_update(
         reworded = found.rule.strip() != rule_before or found.behavior != behavior_before
         if allows_dangerous is None and reworded:
             found.allows_dangerous = False
-        _rule_checked(found, now=timezone.now())
+        # An expired rule can still be edited; only a new expiry must lie ahead.
+        _rule_checked(found, now=timezone.now(), new_expiry=not isinstance(expires_at, Keep))
         if team_rule_words(found) == before:
             return found
         found.updated_by = user

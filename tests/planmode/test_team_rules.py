@@ -274,3 +274,16 @@ def test_the_rules_page_says_which_rules_decide_nothing(reviewer):
 
     assert "in shadow: decides nothing" in page
     assert "expired: decides nothing" in page
+
+
+def test_an_expired_rule_can_still_be_edited_or_given_a_new_expiry(reviewer):
+    rule = add(reviewer, "Bash(make lint)", expires_at=timezone.now() + timedelta(hours=1))
+    TeamRule.objects.filter(pk=rule.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+
+    changed = team_rule_update(rule_id=rule.pk, user=reviewer, message="Use make check.")
+    assert changed is not None and changed.is_expired()
+
+    with pytest.raises(ValueError, match="future"):
+        team_rule_update(rule_id=rule.pk, user=reviewer, expires_at=timezone.now())
+    renewed = team_rule_update(rule_id=rule.pk, user=reviewer, expires_at=None)
+    assert renewed is not None and not renewed.is_expired()

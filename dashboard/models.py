@@ -107,6 +107,16 @@ class Project(models.Model):
         return self.name
 
 
+def project_of(*, project_name: str, cwd: str) -> str:
+    """A session's project as its rows say it (`Session.project`): for queries that read
+    only these two columns."""
+    if project_name:
+        return project_name
+    if cwd:
+        return PurePath(cwd).name or cwd
+    return "unnamed project"
+
+
 class Session(models.Model):
     """One agent session, e.g. one Claude Code conversation; created on first mention."""
 
@@ -168,11 +178,7 @@ class Session(models.Model):
 
     @property
     def project(self) -> str:
-        if self.project_name:
-            return self.project_name
-        if self.cwd:
-            return PurePath(self.cwd).name or self.cwd
-        return "unnamed project"
+        return project_of(project_name=self.project_name, cwd=self.cwd)
 
     @property
     def host_label(self) -> str:

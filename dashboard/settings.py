@@ -141,6 +141,7 @@ INSTALLED_APPS = [
     "dashboard.search",
     "dashboard.costs",
     "dashboard.steering",
+    "dashboard.policy",
 ]
 
 # Django's middleware runs on the event loop under async views wherever it reads only the
@@ -396,6 +397,12 @@ if AGENTBOARD_ACTIVITY_DAYS <= 0:
 AGENTBOARD_LOOP_REPEATS = envint("AGENTBOARD_LOOP_REPEATS", 3)
 if AGENTBOARD_LOOP_REPEATS < 2:
     raise ImproperlyConfigured("AGENTBOARD_LOOP_REPEATS must be 2 or more.")
+
+# The same answer people gave to equivalent permission requests this many times in 14 days
+# (and never the other answer) suggests a team rule (`dashboard.policy`).
+AGENTBOARD_SUGGEST_AFTER = envint("AGENTBOARD_SUGGEST_AFTER", 3)
+if AGENTBOARD_SUGGEST_AFTER < 2:
+    raise ImproperlyConfigured("AGENTBOARD_SUGGEST_AFTER must be 2 or more.")
 
 # An agent with a task in progress that made no step (and sent nothing) for this long, while
 # nothing of it waits on a person, is stuck; 0 turns this off.

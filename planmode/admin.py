@@ -59,11 +59,13 @@ class TeamRuleAdmin(admin.ModelAdmin):
     """Every rule added, changed or removed here is in the audit log, as on the team rules
     page."""
 
-    list_display = ("rule", "behavior", "project", "created_by", "created_at")
-    list_filter = ("behavior", "project")
+    list_display = ("rule", "behavior", "mode", "project", "expires_at", "created_by", "created_at")
+    list_filter = ("behavior", "mode", "project")
+    readonly_fields = ("updated_by",)
 
     def save_model(self, request: HttpRequest, obj: TeamRule, form: Any, change: bool) -> None:
         old = TeamRule.objects.filter(pk=obj.pk).first() if change else None
+        obj.updated_by = request.user
         super().save_model(request, obj, form, change)
         via = via_request(request, "admin")
         if old is None:

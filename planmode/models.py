@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -176,25 +177,52 @@ class RuleBehavior(models.TextChoices):
     DENY = "deny", "deny"
 
 
+class RuleMode(models.TextChoices):
+    ACTIVE = "active", "active"
+    # Decides nothing: records what it would have answered beside what a person answered.
+    SHADOW = "shadow", "shadow"
+
+
 class TeamRule(models.Model):
     """A rule the server applies itself: a matching permission request is answered at once.
 
     `rule` is written as Claude Code writes permission rules: `Bash(git status*)`, `Read(*)`,
-    `WebFetch(domain:docs.*)`, `mcp__github`. An empty `project` applies to every project."""
+    `WebFetch(domain:docs.*)`, `mcp__github`. An empty `project` applies to every project.
+    A shadow rule, or one past its `expires_at`, decides nothing."""
 
     project = models.CharField(max_length=200, blank=True, db_index=True)
     rule = models.CharField(max_length=500)
     behavior = models.CharField(max_length=10, choices=RuleBehavior.choices)
+    mode = models.CharField(max_length=10, choices=RuleMode.choices, default=RuleMode.ACTIVE)
+    # What the agent is told when the rule denies; blank: the server's own words.
+    message = models.TextField(blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # A reviewer confirmed that this allow rule may allow the dangerous shape its pattern names
+    # (`planmode.rules.dangerous_shape`); without it such a request waits for a person.
+    allows_dangerous = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # Set by every save: each server process's parsed rules are read again when it moves
+    # (`planmode.rulebook`).
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["project", "behavior", "rule", "pk"]
 
     def __str__(self) -> str:
         return f"{self.behavior} {self.rule} in {self.project or 'every project'}"
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    @property
+    def is_shadow(self) -> bool:
+        return self.mode == RuleMode.SHADOW
 
 
 class PermissionRequest(models.Model):
@@ -295,6 +323,27 @@ class PermissionDecision(DecisionRecord):
 
     def __str__(self) -> str:
         return f"{self.outcome} {self.request}"
+
+
+class RuleVerdict(models.Model):
+    """What a shadow rule would have answered to a request it matched, beside what a person
+    (or an active rule) did answer: its agreement so far."""
+
+    rule = models.ForeignKey(TeamRule, on_delete=models.CASCADE, related_name="verdicts")
+    request = models.ForeignKey(
+        PermissionRequest, on_delete=models.CASCADE, related_name="rule_verdicts"
+    )
+    would = models.CharField(max_length=10, choices=RuleBehavior.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["rule", "request"], name="one_verdict_per_rule")
+        ]
+
+    def __str__(self) -> str:
+        return f"rule {self.rule_id} would {self.would} request {self.request_id}"
 
 
 class TerminalWait(models.Model):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -35,9 +35,12 @@ from planmode.models import (
     PermissionRequest,
     RequestStatus,
     RuleBehavior,
+    RuleMode,
+    RuleVerdict,
     TeamRule,
     TerminalWait,
 )
+from planmode.rulebook import rules_answer
 from planmode.services import (
     already_staged,
     held_until,
@@ -171,20 +174,22 @@ def permission_request_open(
 def _matching_rule(
     request: PermissionRequest, tool_input: dict[str, Any]
 ) -> tuple[TeamRule, str] | None:
-    project = request.session.project
-    team_rules = TeamRule.objects.filter(Q(project="") | Q(project=project)).order_by("pk")
-    parsed = []
-    for team_rule in team_rules:
-        try:
-            parsed.append((team_rule, rules.parse_rule(team_rule.rule), team_rule.behavior))
-        except ValueError:
-            continue  # stored before a stricter parser: it matches nothing
-    return rules.decide(
-        parsed,
+    """The active rule that answers the request, if one does; what each shadow rule that
+    matches would have answered is recorded beside it (one insert)."""
+    verdicts = rules_answer(
+        project=request.session.project,
         tool_name=request.tool_name,
         tool_input=tool_input,
         cwd=request.session.cwd,
+        now=timezone.now(),
     )
+    if verdicts.shadow:
+        shadows = verdicts.shadow
+        RuleVerdict.objects.bulk_create(
+            [RuleVerdict(rule=rule, request=request, would=would) for rule, would in shadows],
+            ignore_conflicts=True,
+        )
+    return verdicts.answer
 
 
 # --- deciding ---------------------------------------------------------------------------------
@@ -567,6 +572,8 @@ def model_message(request: PermissionRequest) -> str:
     tool = request.tool_name
     if request.status != RequestStatus.DENIED:
         return ""
+    if request.rule is not None and request.rule.message:
+        return request.rule.message
     if request.rule is not None:
         return (
             f"A team rule on Agentboard ({request.rule.rule}) does not allow this {tool} call, "
@@ -638,18 +645,127 @@ def permission_state(request: PermissionRequest) -> dict[str, Any]:
 # --- team rules ---------------------------------------------------------------------------------
 
 
-def team_rule_add(
-    *, rule: str, behavior: str, project: str, user: AbstractBaseUser, via: Via | None = None
-) -> TeamRule:
-    """A reviewer's new team rule; ValueError (one sentence) when it cannot be one."""
-    if behavior not in RuleBehavior.values:
+class Keep:
+    """An edit's "leave this as it is" where None means something (no expiry)."""
+
+
+KEEP = Keep()
+
+
+def _readable(text: str, what: str) -> str:
+    """Text a database stores as it came: no lone surrogates, no NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"The {what} has characters that cannot be stored; retype it.") from None
+    if "\x00" in text:
+        raise ValueError(f"The {what} has a NUL character; remove it.")
+    return text
+
+
+def _rule_checked(team_rule: TeamRule, *, now: datetime, new_expiry: bool = True) -> None:
+    """A rule's fields as they may be stored; ValueError (one sentence) when they may not."""
+    if team_rule.behavior not in RuleBehavior.values:
         raise ValueError("Choose allow or deny.")
-    rules.parse_rule(rule)
-    created = TeamRule.objects.create(
-        rule=rule.strip(), behavior=behavior, project=project.strip()[:200], created_by=user
-    )
+    if team_rule.mode not in RuleMode.values:
+        raise ValueError("Choose active or shadow.")
+    team_rule.rule = _readable(team_rule.rule, "rule").strip()
+    parsed = rules.parse_rule(team_rule.rule)
+    team_rule.project = _readable(team_rule.project, "project").strip()[:200]
+    message = _readable(team_rule.message, "message").strip()
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise ValueError(
+            f"The message has {len(message)} characters; keep it under {MAX_MESSAGE_CHARS}."
+        )
+    team_rule.message = redact(message)
+    expires_at = team_rule.expires_at
+    if expires_at is not None and timezone.is_naive(expires_at):
+        raise ValueError("Give the expiry with its time zone.")
+    if new_expiry and expires_at is not None and expires_at <= now:
+        raise ValueError("Choose an expiry in the future, or none.")
+    if team_rule.allows_dangerous and team_rule.behavior != RuleBehavior.ALLOW:
+        raise ValueError("Only an allow rule can be confirmed to allow a dangerous shape.")
+    if team_rule.allows_dangerous and not rules.named_shapes(parsed):
+        raise ValueError(
+            "This rule names no dangerous shape (such as sudo or a force push to main), so "
+            "there is nothing to confirm; leave the confirmation off."
+        )
+
+
+def team_rule_add(
+    *,
+    rule: str,
+    behavior: str,
+    project: str,
+    user: AbstractBaseUser,
+    via: Via | None = None,
+    mode: str = RuleMode.ACTIVE,
+    message: str = "",
+    expires_at: datetime | None = None,
+    allows_dangerous: bool = False,
+) -> TeamRule:
+    """A reviewer's new team rule; ValueError (one sentence) when it cannot be one. A shadow
+    rule decides nothing and records what it would have answered; `allows_dangerous` is the
+    reviewer's confirmation that this allow rule may allow the dangerous shape it names."""
+    created = TeamRule(
+        rule=rule, behavior=behavior, project=project, mode=mode, message=message,
+        expires_at=expires_at, allows_dangerous=allows_dangerous, created_by=user,
+        updated_by=user,
+    )  # fmt: skip
+    _rule_checked(created, now=timezone.now())
+    created.save()
     team_rule_audit(AuditAction.RULE_ADDED, created, actor=user, via=via)
     return created
+
+
+def team_rule_update(
+    *,
+    rule_id: int,
+    user: AbstractBaseUser,
+    via: Via | None = None,
+    rule: str | None = None,
+    behavior: str | None = None,
+    project: str | None = None,
+    mode: str | None = None,
+    message: str | None = None,
+    expires_at: datetime | Keep | None = KEEP,
+    allows_dangerous: bool | None = None,
+) -> TeamRule | None:
+    """A rule edited (None: leave that field as it is); None when there is no such rule. The
+    audit log says what it was and what it is. A confirmation to allow a dangerous shape does
+    not outlive a change of the rule's words or a change to deny, unless given again."""
+    with transaction.atomic(savepoint=False):
+        found = TeamRule.objects.select_for_update().filter(pk=rule_id).first()
+        if found is None:
+            return None
+        before = team_rule_words(found)
+        rule_before, behavior_before = found.rule, found.behavior
+        for name, value in (
+            ("rule", rule), ("behavior", behavior), ("project", project), ("mode", mode),
+            ("message", message), ("allows_dangerous", allows_dangerous),
+        ):  # fmt: skip
+            if value is not None:
+                setattr(found, name, value)
+        if not isinstance(expires_at, Keep):
+            found.expires_at = expires_at
+        reworded = found.rule.strip() != rule_before or found.behavior != behavior_before
+        if allows_dangerous is None and reworded:
+            found.allows_dangerous = False
+        # An expired rule can still be edited; only a new expiry must lie ahead.
+        _rule_checked(found, now=timezone.now(), new_expiry=not isinstance(expires_at, Keep))
+        if team_rule_words(found) == before:
+            return found
+        found.updated_by = user
+        found.save()
+        team_rule_audit(AuditAction.RULE_CHANGED, found, actor=user, via=via, before=before)
+    return found
+
+
+def team_rule_activate(
+    *, rule_id: int, user: AbstractBaseUser, via: Via | None = None
+) -> TeamRule | None:
+    """A shadow rule turned on: from now on it answers the requests it matches."""
+    return team_rule_update(rule_id=rule_id, user=user, via=via, mode=RuleMode.ACTIVE)
 
 
 def team_rule_remove(*, rule_id: int, user: AbstractBaseUser, via: Via | None = None) -> bool:
@@ -666,7 +782,20 @@ def team_rule_words(rule: TeamRule) -> str:
     """The rule in words, through the redaction step: "allow Bash(npm test *) for project
     shop"."""
     where = f"project {rule.project}" if rule.project else "every project"
-    return redact(f"{rule.behavior} {rule.rule} for {where}")
+    said = [f"{rule.behavior} {rule.rule} for {where}"]
+    if rule.mode == RuleMode.SHADOW:
+        said.append("in shadow (deciding nothing)")
+    if rule.expires_at is not None:
+        said.append(f"until {rule.expires_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC")
+    if rule.allows_dangerous:
+        try:
+            shapes = rules.named_shapes(rules.parse_rule(rule.rule))
+        except ValueError:
+            shapes = ()
+        said.append(f"confirmed to allow {', '.join(shapes) or 'what it names'}")
+    if rule.message:
+        said.append(f"telling the agent: {rule.message[:200]}")
+    return redact(", ".join(said))
 
 
 def team_rule_audit(

@@ -282,6 +282,16 @@ def refusals_read_again():
 
 
 @pytest.fixture(autouse=True)
+def team_rules_read_again():
+    """Each test's database starts without team rules: this process reads them again."""
+    from planmode.rulebook import forget
+
+    forget()
+    yield
+    forget()
+
+
+@pytest.fixture(autouse=True)
 def origins_noted_again():
     """Each test's database starts empty: this process notes where its sessions run again."""
     from dashboard.core.origin import forget_noted

@@ -105,7 +105,7 @@ def test_a_rule_changed_in_the_admin_says_what_it_was(world: World, reviewer):
     rule = TeamRule.objects.create(behavior="allow", rule="Bash(ls *)", project="")
     response = signed_in(reviewer).post(
         f"/admin/planmode/teamrule/{rule.pk}/change/",
-        {"project": "", "rule": "Bash(ls -la *)", "behavior": "deny",
+        {"project": "", "rule": "Bash(ls -la *)", "behavior": "deny", "mode": "active",
          "created_at_0": "2026-11-26", "created_at_1": "10:00:00"},
     )  # fmt: skip
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -26,7 +26,9 @@ on a shared, noisy machine:
 - with DATABASE_URL (PostgreSQL) and REDIS_URL set: ingest of two processes against one, and
   the held hooks again, spread over two processes;
 - history: the overview, a busy board, the inbox, a plan, five searches, a hook and a decision
-  on a year of a team's history next to a nearly empty database (`tests/bench/history_part.py`).
+  on a year of a team's history next to a nearly empty database (`tests/bench/history_part.py`);
+- policy: team rules backtested on that year, and a request a rule answers with 500 rules in
+  force (`tests/bench/policy_part.py`).
 
 It prints a table; it asserts nothing (timings belong here, not in tests). `--smoke` runs every
 part briefly with few sockets: CI uses it to prove the benchmark runs.
@@ -58,6 +60,7 @@ import websockets
 from tests.bench.history_part import history
 from tests.bench.hook_command import hook_command
 from tests.bench.load import Connection, Response, Run, closed_loop, http_request, open_loop
+from tests.bench.policy_part import policy
 from tests.bench.steering_part import steering
 from tests.costs.conftest import request_events, usage_metrics
 from tests.liveserver import LiveServer, create_database, drop_database, free_port, server_env
@@ -79,6 +82,7 @@ PARTS = (
     "steering",
     "scale",
     "history",
+    "policy",
 )
 rows: list[tuple[str, str, str, str]] = []
 
@@ -1201,6 +1205,8 @@ async def main(arguments: argparse.Namespace) -> None:
                 scale=arguments.history_scale,
                 years=arguments.history_year,
             )
+        if "policy" in parts:
+            await policy(row, tmp, smoke=arguments.smoke, scale=arguments.history_scale)
     print("\nDone.")
 
 

@@ -990,8 +990,9 @@ class Generator:
         reviewers = [person for person in self.people if person.reviewer]
         table = self.output.table(
             "planmode_teamrule",
-            ("id", "project", "rule", "behavior", "created_by_id", "created_at"),
-        )
+            ("id", "project", "rule", "behavior", "mode", "message", "expires_at",
+             "allows_dangerous", "created_by_id", "created_at", "updated_at", "updated_by_id"),
+        )  # fmt: skip
         pk = self.output.next_id("planmode_teamrule")
         for behavior, text in RULES:
             project_pk, project_name, _ = rng.choice(self.projects)
@@ -1009,7 +1010,11 @@ class Generator:
             if fate > 0.8:
                 steps.append((later, AuditAction.RULE_REMOVED, first, rng.choice(reviewers)))
             else:
-                table.add((pk, project_name, text, rule.behavior, person.pk, self.at(created)))
+                changed_at, changed_by = steps[-1][0], steps[-1][3]
+                table.add((
+                    pk, project_name, text, rule.behavior, "active", "", None, False, person.pk,
+                    self.at(created), self.at(changed_at), changed_by.pk,
+                ))  # fmt: skip
             for at, action, summary, actor in steps:
                 self.audits.append(
                     AuditDraft(

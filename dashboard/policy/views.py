@@ -53,8 +53,12 @@ class RuleRow:
 
     @property
     def changed(self) -> bool:
-        """Changed since it was made (a save a second later is the same making)."""
-        return self.team_rule.updated_at - self.team_rule.created_at > timedelta(seconds=1)
+        """Changed since it was made: by someone else, or later than its making's own save."""
+        made = self.team_rule
+        return (
+            made.updated_by_id != made.created_by_id
+            or made.updated_at - made.created_at > timedelta(seconds=1)
+        )
 
 
 @dataclass

@@ -33,6 +33,8 @@ from planmode.tool_display import describe
 SURFACE = "team rules page"
 DAYS = {"30": 30, "90": 90, "all": None}
 EXAMPLES = 3
+# A rule's first save follows its making by milliseconds: a later save is a change.
+SAVED_WITH_MAKING = timedelta(milliseconds=200)
 # Markup where plain text belongs: refused rather than stored to be shown escaped.
 MARKUP = re.compile(r"<\s*/?\s*[A-Za-z!][^<>]*>")
 
@@ -53,11 +55,11 @@ class RuleRow:
 
     @property
     def changed(self) -> bool:
-        """Changed since it was made: by someone else, or later than its making's own save."""
+        """Changed since it was made: by someone else, or after its making's own save."""
         made = self.team_rule
         return (
             made.updated_by_id != made.created_by_id
-            or made.updated_at - made.created_at > timedelta(seconds=1)
+            or made.updated_at - made.created_at > SAVED_WITH_MAKING
         )
 
 
@@ -233,7 +235,10 @@ def _prefilled(data: QueryDict) -> RuleForm:
 @login_required
 def team_rules(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return _page(request, form=_prefilled(request.GET))
+        # A suggestion's Edit opens the form with the rule tested already.
+        form = _prefilled(request.GET)
+        found, error = _backtest(form, request.user)
+        return _page(request, form=form, backtest=found, backtest_error=error)
     form = RuleForm.posted(request.POST)
     if "backtest" in request.POST:
         found, error = _backtest(form, request.user)
@@ -265,7 +270,9 @@ def _rule_or_404(rule_id: int) -> TeamRule:
 def team_rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
     editing = _rule_or_404(rule_id)
     if request.method != "POST":
-        return _page(request, form=RuleForm.of(editing), editing=editing)
+        form = RuleForm.of(editing)
+        found, error = _backtest(form, request.user)
+        return _page(request, form=form, editing=editing, backtest=found, backtest_error=error)
     form = RuleForm.posted(request.POST)
     if "backtest" in request.POST:
         found, error = _backtest(form, request.user)

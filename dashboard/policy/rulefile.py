@@ -49,6 +49,8 @@ from planmode.permissions import (
 MAX_FILE_BYTES = 1024 * 1024
 MAX_RULES = 2_000
 CHOICES = {"effect": "allow or deny", "mode": "active or shadow"}
+# Markup where plain text belongs: refused rather than stored to be shown escaped.
+MARKUP = re.compile(r"<\s*/?\s*[A-Za-z!][^<>]*>")
 TABLE = re.compile(r"^\s*\[\[\s*rule\s*\]\]\s*(?:#.*)?$")
 KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
 HEADER = (
@@ -83,6 +85,14 @@ def dangerous_unconfirmed(*, rule: str, behavior: str, allows_dangerous: bool) -
         f"This rule allows a dangerous shape ({', '.join(shapes)}): confirm that it may, "
         "or write a narrower rule."
     )
+
+
+def markup_refused(*, rule: str, message: str) -> str:
+    """The sentence refusing markup where plain text belongs; "" when there is none."""
+    for text, what in ((rule, "rule"), (message, "message")):
+        if MARKUP.search(text):
+            return f"The {what} has HTML in it; write it as plain text."
+    return ""
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -330,7 +340,7 @@ def _apply(
     via: Via | None,
     result: Imported,
 ) -> None:
-    refused = dangerous_unconfirmed(
+    refused = markup_refused(rule=entry.rule, message=entry.message) or dangerous_unconfirmed(
         rule=entry.rule, behavior=entry.effect, allows_dangerous=entry.allows_dangerous
     )
     if refused:

@@ -6,7 +6,6 @@ the figures of the requests they may see.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -22,7 +21,12 @@ from dashboard.core.security import login_required
 from dashboard.core.visibility import visible_sessions
 from dashboard.core.writer import write_sync
 from dashboard.policy.backtest import Backtest, rule_backtest
-from dashboard.policy.rulefile import ONLY_REVIEWERS, dangerous_unconfirmed, may_change_rules
+from dashboard.policy.rulefile import (
+    ONLY_REVIEWERS,
+    dangerous_unconfirmed,
+    markup_refused,
+    may_change_rules,
+)
 from dashboard.policy.stats import RuleStats, rule_stats
 from dashboard.policy.suggestions import Suggestion, rule_suggestions, suggestion_dismiss
 from planmode import rules
@@ -35,8 +39,6 @@ DAYS = {"30": 30, "90": 90, "all": None}
 EXAMPLES = 3
 # A rule's first save follows its making by milliseconds: a later save is a change.
 SAVED_WITH_MAKING = timedelta(milliseconds=200)
-# Markup where plain text belongs: refused rather than stored to be shown escaped.
-MARKUP = re.compile(r"<\s*/?\s*[A-Za-z!][^<>]*>")
 
 
 # --- what the page shows ----------------------------------------------------------------------
@@ -152,11 +154,9 @@ class RuleForm:
         for text, what in ((self.rule, "rule"), (self.message, "message")):
             if rules.unstorable(text) or "\x00" in text:
                 return f"The {what} has characters that cannot be stored; retype it."
-            if MARKUP.search(text):
-                return f"The {what} has HTML in it; write it as plain text."
         if len(self.project) > 200:
             return "A project name has at most 200 characters."
-        return dangerous_unconfirmed(
+        return markup_refused(rule=self.rule, message=self.message) or dangerous_unconfirmed(
             rule=self.rule, behavior=self.behavior, allows_dangerous=self.allows_dangerous
         )
 

@@ -157,6 +157,8 @@ MISTAKES = [
      "line 4: expires: write the expiry as 2027-01-31", ""),
     ('[[rule]]\nrule = "' + "x" * 600 + '"\neffect = "deny"\n', "line 2: rule is too long", ""),
     ('[rule]\nrule = "Read(*)"\n', "not [rule]", ""),
+    ('[[rule]]\nrule = "Read(*)"\neffect = "deny"\nmessage = "<script>alert(1)</script>"\n',
+     "line 1: The message has HTML in it", ""),
     (b'[[rule]]\nrule = "Read(\xed\xa0\x80)"\neffect = "deny"\n', "line 2: this is not UTF-8", ""),
     ('[[rule]]\nrule = "Read(\\ud800)"\neffect = "deny"\n', "The file is not valid TOML", ""),
 ]  # fmt: skip

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from dashboard.models import AuditEntry, Team
+from dashboard.models import AuditEntry, Client, Team
 from dashboard.policy.models import DismissedSuggestion
 from planmode.models import RuleMode, TeamRule
 from planmode.permissions import team_rule_activate, team_rule_add
@@ -266,6 +266,25 @@ def test_a_suggested_rule_shows_its_evidence_and_what_it_would_have_answered(lea
     prefilled = parse_html(lead.get(edit).content).find("form", id="rule-form")
     assert prefilled.find("input", name="rule").attrs["value"] == "Bash(npm test*)"
     assert prefilled.find("input", name="project").attrs["value"] == "shop"
+
+
+@pytest.mark.parametrize(
+    ("kind", "tool"),
+    [(Client.CLAUDE_CODE, "Bash"), (Client.CODEX, "Bash"), (Client.GEMINI, "run_shell_command"),
+     (Client.OPENCODE, "Bash")],
+)  # fmt: skip
+def test_every_agent_kinds_requests_are_suggested_and_backtested(lead, history, kind, tool):
+    history.many(3, tool, shell("make lint"), kind=kind)
+
+    page = parse_html(lead.get(RULES).content)
+    panel = lead.post(f"{RULES}backtest/", {"rule": f"{tool}(make lint)", "behavior": "allow"})
+
+    assert [li.find("code").text() for li in page.find_all("li", cls="suggestion")] == [
+        f"{tool}(make lint)"
+    ]
+    assert "it matches 3 that people decided and agrees with 3" in " ".join(
+        parse_html(panel.content).text().split()
+    )
 
 
 def test_a_suggestion_accepted_in_shadow_becomes_a_shadow_rule_and_is_no_longer_suggested(

@@ -50,6 +50,8 @@ urlpatterns = [
     path("audit/", include("dashboard.audit.urls")),
     path("oidc/", include("dashboard.sso.urls")),
     path("search/", include("dashboard.search.urls")),
+    # Before the inbox's own paths: the team rules page is the policy app's.
+    path("inbox/rules/", include("dashboard.policy.urls")),
     path("inbox/", include("planmode.inbox_urls")),
     path("steer/", include("dashboard.steering.urls")),
     path("accounts/login/", sso_views.LoginPage.as_view(), name="login"),

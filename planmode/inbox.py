@@ -26,7 +26,6 @@ from planmode.models import (
     Plan,
     PlanStatus,
     RequestStatus,
-    TeamRule,
     TerminalWait,
 )
 from planmode.tool_display import RequestView, describe, describe_suggestion
@@ -535,7 +534,3 @@ def inbox_context(audience: Audience, **extra: Any) -> dict[str, Any]:
         "can_steer": audience.reviews_anything,
         **extra,
     }
-
-
-def team_rules() -> list[TeamRule]:
-    return list(TeamRule.objects.select_related("created_by"))

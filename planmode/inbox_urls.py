@@ -11,6 +11,4 @@ urlpatterns = [
     path("requests/<int:request_id>/", inbox_views.request_detail, name="inbox-request"),
     path("requests/<int:request_id>/decide/", inbox_views.request_decide, name="inbox-decide"),
     path("requests/<int:request_id>/undo/", inbox_views.request_undo, name="inbox-undo"),
-    path("rules/", inbox_views.team_rules, name="team-rules"),
-    path("rules/<int:rule_id>/delete/", inbox_views.team_rule_delete, name="team-rule-delete"),
 ]

@@ -1,4 +1,4 @@
-"""The inbox (`/inbox/`): everything waiting on me, answered in place; and the team rules.
+"""The inbox (`/inbox/`): everything waiting on me, answered in place.
 
 Decisions are async views through the writer, like plan decisions: the held hook hears of a
 decision the moment it commits. An htmx request gets the re-rendered list back (with the
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -20,16 +19,14 @@ from django.views.decorators.http import require_POST
 from dashboard.core.audit import Via, via_request
 from dashboard.core.errors import ServiceError
 from dashboard.core.security import login_required
-from dashboard.core.visibility import audience_of, visible_sessions
-from dashboard.core.writer import write, write_sync
+from dashboard.core.visibility import audience_of
+from dashboard.core.writer import write
 from planmode import inbox as selectors
 from planmode import staged
 from planmode.permissions import (
     Answer,
     permission_decide,
     permission_decide_many,
-    team_rule_add,
-    team_rule_remove,
 )
 
 ACTIONS = {"allow", "remember", "deny", "stop"}
@@ -203,74 +200,3 @@ async def requests_decide_many(request: HttpRequest) -> HttpResponse:
     if status != 200:
         return await sync_to_async(_list)(request, status=status, notice=notice)
     return redirect("inbox")
-
-
-# --- team rules ---------------------------------------------------------------------------------
-
-
-def _may_change_rules(user: AbstractBaseUser) -> bool:
-    """Team rules answer requests in every session: for admins and holders of the review
-    permission, not for the reviewers of one team."""
-    audience = audience_of(user)
-    return audience.everything or audience.reviews_open
-
-
-def _rules_page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
-    context = {
-        "rules": selectors.team_rules(),
-        "can_steer": _may_change_rules(request.user),
-        "projects": sorted(
-            {
-                session.project
-                for session in visible_sessions(request.user).only("cwd", "project_name")[:500]
-            }
-        ),
-        "form": {"behavior": "allow", "rule": "", "project": ""},
-        **extra,
-    }
-    return render(request, "planmode/inbox/rules.html", context, status=status)
-
-
-@login_required
-def team_rules(request: HttpRequest) -> HttpResponse:
-    if request.method != "POST":
-        return _rules_page(request)
-    form = {
-        "behavior": request.POST.get("behavior", ""),
-        "rule": request.POST.get("rule", "").strip(),
-        "project": request.POST.get("project", "").strip()[:200],
-    }
-    if not _may_change_rules(request.user):
-        return _rules_page(
-            request,
-            status=403,
-            form=form,
-            error="Only reviewers can change team rules; ask an admin for the review permission.",
-        )
-    try:
-        write_sync(
-            team_rule_add, **form, user=request.user, via=via_request(request, "team rules page")
-        )
-    except ValueError as error:
-        return _rules_page(request, status=422, form=form, error=str(error))
-    return redirect("team-rules")
-
-
-@login_required
-@require_POST
-def team_rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
-    if not _may_change_rules(request.user):
-        return _rules_page(
-            request,
-            status=403,
-            error="Only reviewers can change team rules; ask an admin for the review permission.",
-        )
-    removed = write_sync(
-        team_rule_remove,
-        rule_id=rule_id,
-        user=request.user,
-        via=via_request(request, "team rules page"),
-    )
-    if not removed:
-        raise Http404("No such rule.")
-    return redirect("team-rules")

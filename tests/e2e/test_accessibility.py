@@ -143,6 +143,7 @@ def test_no_page_has_a_serious_accessibility_problem_in_light_or_dark(
         Visit("board-long-names", f"/sessions/{board.long_names.sessions[0]}/"),
         Visit("queue", "/plans/"),
         Visit("inbox", "/inbox/"),
+        Visit("rules", "/inbox/rules/", wait_live=False),
         Visit("review-pending", f"/plans/{board.revised_plan}/"),
         Visit("review-source-diff", f"/plans/{board.revised_plan}/?changes=source"),
         Visit("review-decided", f"/plans/{board.first_plan}/"),

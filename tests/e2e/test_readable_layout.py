@@ -240,9 +240,9 @@ def test_a_request_its_agent_closed_says_so_in_recently_decided(server, chromium
 
 def add_rule(page, server, rule: str) -> None:
     page.goto(f"{server.url}/inbox/rules/")
-    page.get_by_label("Rule").fill(rule)
+    page.get_by_label("Rule", exact=True).fill(rule)
     page.get_by_role("button", name="Add rule").click()
-    page.wait_for_selector(".decided-row")
+    page.wait_for_selector(".rule-row")
 
 
 def add_webhook(page, server, url: str) -> str:

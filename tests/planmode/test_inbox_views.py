@@ -1,4 +1,4 @@
-"""The inbox page: what it lists for whom, answering from it, bulk, team rules."""
+"""The inbox page: what it lists for whom, answering from it, bulk."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
 from dashboard.models import Agent, Session
-from planmode.models import PermissionRequest, Plan, TeamRule, TerminalWait
+from planmode.models import PermissionRequest, Plan, TerminalWait
 from planmode.permissions import input_key
 from tests.conftest import parse_html
 from todos.models import Continuation
@@ -401,41 +401,6 @@ def test_bulk_skips_what_was_already_answered_and_says_so(reviewer_client, user)
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.status, second.status) == ("allowed", "denied")
-
-
-# --- team rules -------------------------------------------------------------------------------
-
-
-def test_a_reviewer_adds_and_removes_a_team_rule(reviewer_client):
-    response = reviewer_client.post(
-        "/inbox/rules/", {"behavior": "allow", "rule": "Bash(git status*)", "project": "shop"}
-    )
-    assert response.status_code == 302
-    rule = TeamRule.objects.get()
-    assert (rule.rule, rule.behavior, rule.project, rule.created_by.username) == (
-        "Bash(git status*)",
-        "allow",
-        "shop",
-        "lead",
-    )
-    assert "Bash(git status*)" in reviewer_client.get("/inbox/rules/").content.decode()
-
-    assert reviewer_client.post(f"/inbox/rules/{rule.pk}/delete/").status_code == 302
-    assert not TeamRule.objects.exists()
-
-
-def test_a_broken_rule_is_refused_with_one_sentence(reviewer_client):
-    response = reviewer_client.post("/inbox/rules/", {"behavior": "allow", "rule": "Bash(git"})
-    assert response.status_code == 422
-    assert "tool name with an optional pattern in brackets" in response.content.decode()
-    assert not TeamRule.objects.exists()
-
-
-def test_only_reviewers_change_team_rules(client, user):
-    client.force_login(user)
-    response = client.post("/inbox/rules/", {"behavior": "allow", "rule": "Bash"})
-    assert response.status_code == 403
-    assert not TeamRule.objects.exists()
 
 
 def test_the_review_permission_alone_makes_a_reviewer(client, user, other_user):

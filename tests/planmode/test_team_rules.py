@@ -263,19 +263,6 @@ def test_editing_a_rule_that_is_gone_says_so(reviewer):
     assert team_rule_update(rule_id=12345, user=reviewer, behavior="deny") is None
 
 
-def test_the_rules_page_says_which_rules_decide_nothing(reviewer):
-    add(reviewer, "Bash(make lint)", mode=RuleMode.SHADOW)
-    expired = add(reviewer, "Bash(make test)", expires_at=timezone.now() + timedelta(hours=1))
-    TeamRule.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(hours=1))
-    client = Client()
-    client.force_login(reviewer)
-
-    page = client.get("/inbox/rules/").content.decode()
-
-    assert "in shadow: decides nothing" in page
-    assert "expired: decides nothing" in page
-
-
 def test_an_expired_rule_can_still_be_edited_or_given_a_new_expiry(reviewer):
     rule = add(reviewer, "Bash(make lint)", expires_at=timezone.now() + timedelta(hours=1))
     TeamRule.objects.filter(pk=rule.pk).update(expires_at=timezone.now() - timedelta(hours=1))

@@ -57,9 +57,10 @@ def test_m_on_a_card_messages_its_agent_and_the_card_says_queued(
         dialog.locator("textarea[name=text]").wait_for()
         assert dialog.locator("#steer-title").inner_text() == "Message Explore a4d2c8"
         assert dialog.locator("#steer-count").inner_text() == "1 agent will receive it."
-        dialog.get_by_label("Every running agent of this session").check()
+        # Each scope says how many it reaches.
+        dialog.get_by_label("Every running agent of this session (2 running)").check()
         page.wait_for_selector("#steer-count:text('2 agents will receive it.')")
-        dialog.get_by_label("This agent", exact=True).check()
+        dialog.get_by_label("This agent (1 running)", exact=True).check()
         page.wait_for_selector("#steer-count:text('1 agent will receive it.')")
         dialog.locator("textarea[name=text]").focus()
         page.keyboard.type("Use the staging database, not production.")

@@ -96,8 +96,10 @@ def test_a_burst_of_connections_waits_in_the_backlog_while_the_server_is_busy(se
     async def scenario() -> list[bool]:
         async def connect() -> bool:
             try:
+                # Long enough for a busy test machine; a connection the kernel dropped waits
+                # 1, 3, 7 s for its retries, and finds the backlog as full each time.
                 _, writer = await asyncio.wait_for(
-                    asyncio.open_connection("127.0.0.1", server.port), 2
+                    asyncio.open_connection("127.0.0.1", server.port), 10
                 )
             except TimeoutError:
                 return False

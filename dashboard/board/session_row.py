@@ -170,9 +170,8 @@ def session_row(
         agents=agents,
         plural="" if agents == 1 else "s",
         flags=format_html(
-            ' <span class="flag-count" title="Agents with discipline flags">'
-            '<span aria-hidden="true">⚑</span><span class="visually-hidden">flagged:</span> '
-            "{}</span>",
+            ' <span class="flag-count" title="Agents whose todo list a discipline check '
+            'flagged (see their cards)"><span aria-hidden="true">⚑</span> {} flagged</span>',
             summary.flag_count,
         )
         if summary.flag_count

@@ -316,6 +316,13 @@
     /* A page without a live region has no connection to show. */
     var connection = document.getElementById("connection");
     if (connection && !document.querySelector("[ws-connect]")) connection.hidden = true;
+    /* On a phone the menu scrolls sideways: the page the lead is on shows in it. */
+    var here = document.querySelector(".site-nav [aria-current=page]");
+    if (here) {
+      var nav = here.parentElement;
+      var past = here.getBoundingClientRect().right - nav.getBoundingClientRect().right;
+      if (past > 0) nav.scrollLeft += past + 28;
+    }
     var search = document.getElementById("session-search");
     if (search) {
       try { search.value = sessionStorage.getItem(SEARCH) || ""; } catch (e) { /* not remembered */ }

@@ -6,9 +6,7 @@
 
   function region() { return document.querySelector("[data-inbox]"); }
   function items() { return Array.prototype.slice.call(document.querySelectorAll("[data-inbox-item]")); }
-  function typing(target) {
-    return target.closest && target.closest("input, textarea, select, [contenteditable]");
-  }
+  var keys = window.agentboardKeys;
 
   /* The current item survives the list being re-rendered (live updates, decisions): when it
      is gone, the next one still listed takes its place, as after a decision in plan review. */
@@ -131,8 +129,8 @@
 
   document.addEventListener("keydown", function (event) {
     if (!region()) return;
-    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
-    if (typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && keys.typing(event.target)) { event.target.blur(); return; }
+    if (keys.ignored(event)) return;
     if (event.key === "j" || event.key === "k") {
       event.preventDefault();
       move(event.key === "j" ? 1 : -1);

@@ -4,7 +4,7 @@
    only some of the board's parts: `only-present` drops the fragments for parts not on the
    page, and any message fetches the refreshed parts again, at most about once a second. A
    reconnect's snapshot does the same, which resyncs a page that lost its socket. Also: the
-   header's search box on "/", and the overview's filter form. */
+   overview's filter form. */
 (function () {
   "use strict";
 
@@ -92,16 +92,5 @@
     var open = !form.classList.contains("is-open");
     form.classList.toggle("is-open", open);
     toggle.setAttribute("aria-expanded", String(open));
-  });
-
-  /* "/" anywhere (outside a text field) goes to the search box. */
-  document.addEventListener("keydown", function (event) {
-    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable]")) return;
-    var box = document.getElementById("search-q") || document.getElementById("header-search");
-    if (!box) return;
-    event.preventDefault();
-    box.focus();
-    box.select();
   });
 })();

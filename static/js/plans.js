@@ -3,10 +3,9 @@
 (function () {
   "use strict";
 
-  /* Keyboard: a / e / r decide (e asks to confirm), u undoes, j / k move between waiting plans, Esc leaves the text box. */
-  function typing(target) {
-    return target.closest && target.closest("input, textarea, select, [contenteditable]");
-  }
+  /* Keyboard: a / e / r decide (e asks to confirm), j / k move between waiting plans, Esc
+     leaves the text box (u, undo, is in keys.js: it works wherever an Undo is shown). */
+  var keys = window.agentboardKeys;
   function pendingLinks() {
     return Array.prototype.slice.call(document.querySelectorAll("a[data-pending-plan]"));
   }
@@ -34,19 +33,13 @@
     return true;
   }
   document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
+    if (event.key === "Escape" && keys.typing(event.target)) { event.target.blur(); return; }
     var region = document.querySelector("[data-plan-keys]");
-    if (!region || typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (!region || keys.ignored(event)) return;
     var page = region.dataset.planKeys;
     if (event.key === "j" || event.key === "k") {
       event.preventDefault();
       (page === "review" ? moveOnReview : moveOnQueue)(event.key === "j" ? 1 : -1);
-      return;
-    }
-    if (document.querySelector("dialog[open]")) return;
-    if (event.key === "u") {
-      var undo = document.querySelector("#staged-decision:not([hidden]) [data-undo]");
-      if (undo) { event.preventDefault(); undo.click(); }
       return;
     }
     var form = document.querySelector("[data-decision-form]");

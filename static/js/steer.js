@@ -100,9 +100,7 @@
   }
   document.addEventListener("keydown", function (event) {
     if (event.key !== "m" && event.key !== "p") return;
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable], dialog")) return;
-    if (dialog() && dialog().open) return;
+    if (window.agentboardKeys.ignored(event)) return;
     var focused = document.activeElement && document.activeElement.closest
       ? document.activeElement.closest(".card, .session-row, .attention-item") : null;
     var actions = actionsFor(focused) || actionsFor(hovered && hovered.isConnected ? hovered : null);

@@ -69,6 +69,14 @@ def test_the_first_start_creates_a_reviewer_and_a_token_and_prints_them_once(cli
     assert AgentApi(client, raw).get_todos("s", "s").status_code == 200
 
 
+def test_the_first_start_says_where_to_change_the_password(db):
+    output = bootstrap()
+
+    assert "/admin/" not in output
+    assert "under Settings" in output
+    assert "http://127.0.0.1:8000/accounts/password/" in output
+
+
 def test_a_later_start_creates_nothing_and_prints_no_secrets(db):
     bootstrap()
 

@@ -3,6 +3,8 @@ scripts read from it, every text escaped, and the ways a live update places it."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dashboard.board.selectors import session_summaries
@@ -60,3 +62,12 @@ def test_a_live_update_replaces_the_row_or_goes_in_where_it_is_told(user):
     assert inserted.startswith('<div hx-swap-oob="afterbegin:#sessions">')
     assert 'class="session-row is-active flash"' in inserted
     assert 'hx-swap-oob="true"' not in inserted
+
+
+def test_flagged_agents_are_counted_in_words_not_only_in_a_tooltip(user):
+    summary = replace(summary_of(user), flag_count=1)
+
+    agents = parse_html(session_row(summary)).find(cls="agents")
+
+    assert " ".join(agents.text().split()) == "1 agent ⚑ 1 flagged"
+    assert parse_html(session_row(summary_of(user))).find(cls="agents").text() == "1 agent"

@@ -117,6 +117,7 @@ class Command(BaseCommand):
             f"\n  Log in at http://{host}:{port}/accounts/login/\n"
             f"    username: lead\n    password: {password}\n"
             f"\n  Agent token (send as 'Authorization: Bearer <token>'):\n    {token}\n"
-            "\n  Both are shown only now. Change the password in /admin/; make more tokens with\n"
+            "\n  Both are shown only now. Change the password under Settings\n"
+            f"  (http://{host}:{port}/accounts/password/); make more tokens there too, or with\n"
             "  'python manage.py create_token lead --label laptop'.\n"
         )

@@ -126,7 +126,7 @@ def test_filters_narrow_by_kind_and_person_and_bad_ones_say_why(history, client,
     client.force_login(user)
     indexed()
     only_plans = parse_html(client.get("/search/", {"q": "orders", "kind": "plan"}).content)
-    assert [h.text().split(" (")[0] for h in only_plans.find_all("h2")] == ["Plans"]
+    assert [h.text().split(" (")[0] for h in only_plans.find("main").find_all("h2")] == ["Plans"]
     assert client.get("/search/", {"q": "orders", "person": "nobody"}).status_code == 400
     assert b"There is no kind" in client.get("/search/", {"q": "x", "kind": "cats"}).content
     assert b"must be a day" in client.get("/search/", {"q": "x", "since": "yesterday"}).content

@@ -42,7 +42,8 @@ def test_the_changes_people_make_read_well_on_the_audit_page(agentboard_server, 
     lead.locator("input[name=rule]").fill("Bash(npm test *)")
     lead.locator("input[name=project]").fill("shop")
     lead.locator("input[name=rule]").evaluate("input => input.form.requestSubmit()")
-    lead.wait_for_url(f"{server.url}/inbox/rules/")
+    # The page it goes back to is the one it was on: wait for the rule in its list.
+    lead.locator(".rule-row[data-rule='Bash(npm test *)']").wait_for()
     lead.goto(f"{server.url}/settings/")
     lead.locator("input[name=label]").first.fill("laptop")
     lead.locator("input[name=label]").first.evaluate("input => input.form.requestSubmit()")

@@ -259,6 +259,13 @@ def team_rules(request: HttpRequest) -> HttpResponse:
     return redirect("team-rules")
 
 
+def _back_to_rules(*, changed: bool) -> HttpResponse:
+    """After a change to one rule: the rules page, or 404 when there was no such rule."""
+    if not changed:
+        raise Http404("No such rule.")
+    return redirect("team-rules")
+
+
 def _rule_or_404(rule_id: int) -> TeamRule:
     found = TeamRule.objects.filter(pk=rule_id).first()
     if found is None:
@@ -293,9 +300,7 @@ def team_rule_edit(request: HttpRequest, rule_id: int) -> HttpResponse:
         )  # fmt: skip
     except ValueError as error:
         return _page(request, status=422, form=form, editing=editing, error=str(error))
-    if updated is None:
-        raise Http404("No such rule.")
-    return redirect("team-rules")
+    return _back_to_rules(changed=updated is not None)
 
 
 @login_required
@@ -310,9 +315,7 @@ def team_rule_activate(request: HttpRequest, rule_id: int) -> HttpResponse:
         )  # fmt: skip
     except ValueError as error:
         return _page(request, status=422, error=str(error))
-    if updated is None:
-        raise Http404("No such rule.")
-    return redirect("team-rules")
+    return _back_to_rules(changed=updated is not None)
 
 
 @login_required
@@ -323,9 +326,7 @@ def team_rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
     removed = write_sync(
         team_rule_remove, rule_id=rule_id, user=request.user, via=via_request(request, SURFACE)
     )
-    if not removed:
-        raise Http404("No such rule.")
-    return redirect("team-rules")
+    return _back_to_rules(changed=removed)
 
 
 @login_required

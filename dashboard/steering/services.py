@@ -341,9 +341,8 @@ def directives_claim(
     matched it. `messages`/`stops` False leave those queued for a hook that can carry them.
     With a `key`, what an earlier claim with the same key took is said again first: a client
     that lost an answer on the way asks again with the same key and loses nothing."""
-    kinds = _kinds(messages, stops)
-    claimed = (claimed_before(agent_pk=agent_pk, key=key, kinds=kinds) if key else []) + _claim(
-        agent_pk=agent_pk, via=via, kinds=kinds, key=key
+    claimed = _claimed_again_and_now(
+        agent_pk=agent_pk, via=via, kinds=_kinds(messages, stops), key=key
     )
     if not claimed:
         return Outcome(Said())
@@ -379,11 +378,18 @@ def claimed_before(*, agent_pk: int, key: str, kinds: Sequence[str]) -> list[Dir
 def messages_take(*, agent_pk: int, via: str, key: str = "") -> Outcome[list[Directive]]:
     """The messages queued for the agent, claimed (an agent of your own reads them); with a
     `key`, those an earlier read with the same key took come first, again."""
-    kinds = [Directive.Kind.MESSAGE]
-    claimed = (claimed_before(agent_pk=agent_pk, key=key, kinds=kinds) if key else []) + _claim(
-        agent_pk=agent_pk, via=via, kinds=kinds, cached=False, key=key
+    claimed = _claimed_again_and_now(
+        agent_pk=agent_pk, via=via, kinds=[Directive.Kind.MESSAGE], key=key, cached=False
     )
     return Outcome(claimed, _claimed_changes(claimed) if claimed else Changes())
+
+
+def _claimed_again_and_now(
+    *, agent_pk: int, via: str, kinds: list[str], key: str, cached: bool = True
+) -> list[Directive]:
+    """What an earlier claim with `key` took (a retry's), then what is queued now."""
+    before = claimed_before(agent_pk=agent_pk, key=key, kinds=kinds) if key else []
+    return before + _claim(agent_pk=agent_pk, via=via, kinds=kinds, cached=cached, key=key)
 
 
 def _claimed_changes(claimed: list[Directive]) -> Changes:
